@@ -1,0 +1,323 @@
+//! Where adz files go: one small synchronous [`Storage`] trait that fits local files and
+//! object stores alike, two backends, and decorators that wrap any backend.
+//!
+//! ```
+//! use adz_store::{MemoryStorage, Storage, Throttled};
+//!
+//! // An in-memory store behind a virtual 1 GB/s link.
+//! let store = Throttled::new(MemoryStorage::new(), 1e9);
+//!
+//! let mut upload = store.create("run-1/out.adz")?;
+//! upload.append(b"hello ")?;
+//! upload.append(b"world")?;
+//! // Nothing is visible until the upload is committed.
+//! assert!(store.size("run-1/out.adz").is_err());
+//! assert_eq!(upload.commit()?, 11);
+//!
+//! assert_eq!(store.get_range("run-1/out.adz", 6..11)?, b"world");
+//! assert_eq!(store.list("run-1/")?[0].size, 11);
+//! # Ok::<(), adz_store::Error>(())
+//! ```
+//!
+//! # The model
+//!
+//! An object is written once, as a stream: [`Storage::create`] returns an [`Upload`], the
+//! writer [`append`](Upload::append)s to it, and [`commit`](Upload::commit) publishes the whole
+//! object atomically. Until then readers see the previous object under that name, or nothing;
+//! they never see a half-written object as if it were complete. [`abort`](Upload::abort), or
+//! dropping the upload, throws the bytes away. This is what an object store's multipart upload
+//! offers, and what a file offers when written under a temporary name and renamed.
+//!
+//! Reads are ranged ([`Storage::get_range`]) because an adz reader wants the trailer at the end
+//! of a file and then single frames, from many threads at once.
+//!
+//! The API is synchronous: the adz pipeline writes from its own threads. A backend built on
+//! an async client keeps a runtime inside and blocks on it.
+//!
+//! # Backends and decorators
+//!
+//! - [`LocalStorage`]: files under a root directory; temporary name, fsync and rename on
+//!   commit.
+//! - [`MemoryStorage`]: a map in memory, for tests; lets tests inspect and corrupt bytes.
+//! - [`NullStorage`]: discards data and remembers only sizes, for benchmarks.
+//! - [`Throttled`]: makes any store behave like a network link of a given speed (see
+//!   [`rate`] for link names such as `"10GbE"`).
+//! - [`Faulty`]: injects failures, stalls and torn writes for crash tests.
+//! - [`Counting`]: counts bytes, calls and time spent, so the pipeline can see how fast the
+//!   sink really is.
+//!
+//! A decorator is a type that holds a `S: Storage` and implements `Storage` itself, so they
+//! stack: `Counting<Throttled<LocalStorage>>`. [`Storage`] is implemented for `&S`, `Arc<S>`
+//! and `Box<S>` (including `Box<dyn Storage>`), so a decorator can wrap a trait object too.
+
+mod counting;
+mod error;
+mod faulty;
+mod local;
+mod memory;
+mod name;
+mod null;
+pub mod rate;
+mod throttle;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+pub use crate::counting::{Counting, SinkStats, StatsHandle};
+pub use crate::error::{Error, Result};
+pub use crate::faulty::{FaultPlan, Faulty};
+pub use crate::local::LocalStorage;
+pub use crate::memory::MemoryStorage;
+pub use crate::name::{validate_name, validate_prefix};
+pub use crate::null::NullStorage;
+pub use crate::rate::{parse_rate, LinkSpeed, ParseRateError};
+pub use crate::throttle::{LinkStats, Throttled};
+
+/// A place to keep named objects: a directory, a bucket, a map in memory.
+///
+/// Object names are `/`-separated relative paths such as `"runs/2024/out.adz"`; see
+/// [`validate_name`] for the exact rules, which every backend applies. Portable code does not
+/// give one object a name that is a "directory" of another's (`a` and `a/b`): an object store
+/// holds both, but a file system cannot, and [`LocalStorage`] refuses the second.
+///
+/// Implementations must be safe to share between threads: the adz reader issues ranged reads
+/// from many threads through one `&dyn Storage`.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// Begins writing object `name`.
+    ///
+    /// Nothing becomes visible under `name` until [`Upload::commit`]. If an object already
+    /// exists under `name`, it stays readable until the commit replaces it (like writing a
+    /// file over an old one, or a PUT to an existing key).
+    fn create(&self, name: &str) -> Result<Box<dyn Upload>>;
+
+    /// Writes a whole object at once, atomically.
+    fn put(&self, name: &str, data: &[u8]) -> Result<()> {
+        let mut upload = self.create(name)?;
+        upload.append(data)?;
+        upload.commit()?;
+        Ok(())
+    }
+
+    /// Reads bytes `range` of object `name`.
+    ///
+    /// Fails with [`Error::OutOfRange`] if the range goes past the end of the object: a caller
+    /// that asks for bytes that are not there has the wrong idea of the object, and a short
+    /// read would hide that. An empty range within the object returns an empty vector.
+    fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>>;
+
+    /// Reads a whole object.
+    ///
+    /// The default asks for the size and then the range, which is not atomic if the object is
+    /// replaced in between (the range read then fails or returns the new object's bytes);
+    /// backends that can read a whole object in one go override it.
+    fn get(&self, name: &str) -> Result<Vec<u8>> {
+        let size = self.size(name)?;
+        self.get_range(name, 0..size)
+    }
+
+    /// Reads the last `max_len` bytes of an object (all of it if it is shorter) together with
+    /// the object's size.
+    ///
+    /// This is how a reader finds a file's trailer. Object stores answer it with one suffix
+    /// request, so backends override the default (size, then range) where they can.
+    fn get_tail(&self, name: &str, max_len: u64) -> Result<Tail> {
+        let object_size = self.size(name)?;
+        let start = object_size.saturating_sub(max_len);
+        let bytes = self.get_range(name, start..object_size)?;
+        Ok(Tail { object_size, bytes })
+    }
+
+    /// Returns the size of object `name` in bytes.
+    fn size(&self, name: &str) -> Result<u64>;
+
+    /// Deletes object `name`; [`Error::NotFound`] if there is none.
+    fn delete(&self, name: &str) -> Result<()>;
+
+    /// Lists the objects whose name starts with `prefix` (a plain string prefix, not a
+    /// directory: `"run"` matches `"run-1/a"` and `"running"`), sorted by name.
+    ///
+    /// Uploads that are not committed are not listed.
+    fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
+}
+
+/// An object being written; returned by [`Storage::create`].
+///
+/// Dropping an upload without calling [`commit`](Upload::commit) or [`abort`](Upload::abort)
+/// aborts it (errors while cleaning up are ignored; call `abort` to see them).
+pub trait Upload: Send + fmt::Debug {
+    /// Appends `data` to the object.
+    ///
+    /// After an error the upload should be aborted: how much of `data` was kept is up to the
+    /// backend.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+
+    /// The number of bytes appended so far.
+    fn bytes_written(&self) -> u64;
+
+    /// Publishes the object atomically and returns its size.
+    ///
+    /// When this returns `Ok`, the object is durable (as far as the backend can promise) and
+    /// visible to every reader. When it returns an error, the object must be taken as not
+    /// written; usually it was not published at all (a local store that fails to sync the
+    /// directory after the rename is the exception: the object is visible but not durable).
+    fn commit(self: Box<Self>) -> Result<u64>;
+
+    /// Discards everything written; nothing appears under the name, and an object that was
+    /// there before stays as it was.
+    fn abort(self: Box<Self>) -> Result<()>;
+}
+
+/// The name and size of a stored object, as returned by [`Storage::list`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub struct ObjectMeta {
+    /// The object name.
+    pub name: String,
+    /// The size in bytes.
+    pub size: u64,
+}
+
+impl ObjectMeta {
+    /// Describes object `name` of `size` bytes.
+    pub fn new(name: impl Into<String>, size: u64) -> ObjectMeta {
+        ObjectMeta { name: name.into(), size }
+    }
+}
+
+/// The end of an object, as returned by [`Storage::get_tail`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    /// The size of the whole object.
+    pub object_size: u64,
+    /// The object's last bytes: `object_size - bytes.len()` is their offset.
+    pub bytes: Vec<u8>,
+}
+
+impl Tail {
+    /// The offset of the first byte of [`bytes`](Tail::bytes) in the object.
+    pub fn offset(&self) -> u64 {
+        self.object_size - self.bytes.len() as u64
+    }
+}
+
+/// Forwards every method, including the provided ones, so that a wrapped backend's
+/// overrides (an atomic `get`, a one-request `get_tail`) are kept.
+macro_rules! forward_storage {
+    () => {
+        fn create(&self, name: &str) -> Result<Box<dyn Upload>> {
+            (**self).create(name)
+        }
+        fn put(&self, name: &str, data: &[u8]) -> Result<()> {
+            (**self).put(name, data)
+        }
+        fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
+            (**self).get_range(name, range)
+        }
+        fn get(&self, name: &str) -> Result<Vec<u8>> {
+            (**self).get(name)
+        }
+        fn get_tail(&self, name: &str, max_len: u64) -> Result<Tail> {
+            (**self).get_tail(name, max_len)
+        }
+        fn size(&self, name: &str) -> Result<u64> {
+            (**self).size(name)
+        }
+        fn delete(&self, name: &str) -> Result<()> {
+            (**self).delete(name)
+        }
+        fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+            (**self).list(prefix)
+        }
+    };
+}
+
+impl<S: Storage + ?Sized> Storage for &S {
+    forward_storage!();
+}
+
+impl<S: Storage + ?Sized> Storage for Arc<S> {
+    forward_storage!();
+}
+
+impl<S: Storage + ?Sized> Storage for Box<S> {
+    forward_storage!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Implements only the required methods, so the provided ones run their defaults.
+    #[derive(Debug, Default)]
+    struct Minimal {
+        inner: MemoryStorage,
+        creates: AtomicUsize,
+    }
+
+    impl Storage for Minimal {
+        fn create(&self, name: &str) -> Result<Box<dyn Upload>> {
+            self.creates.fetch_add(1, Ordering::Relaxed);
+            self.inner.create(name)
+        }
+        fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
+            self.inner.get_range(name, range)
+        }
+        fn size(&self, name: &str) -> Result<u64> {
+            self.inner.size(name)
+        }
+        fn delete(&self, name: &str) -> Result<()> {
+            self.inner.delete(name)
+        }
+        fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+    }
+
+    #[test]
+    fn default_methods() {
+        let store = Minimal::default();
+        store.put("a", b"0123456789").unwrap();
+        assert_eq!(store.creates.load(Ordering::Relaxed), 1, "put goes through create");
+        assert_eq!(store.get("a").unwrap(), b"0123456789");
+
+        let tail = store.get_tail("a", 4).unwrap();
+        assert_eq!(tail, Tail { object_size: 10, bytes: b"6789".to_vec() });
+        assert_eq!(tail.offset(), 6);
+        let tail = store.get_tail("a", 100).unwrap();
+        assert_eq!((tail.object_size, tail.offset(), tail.bytes.len()), (10, 0, 10));
+
+        assert!(matches!(store.get("missing"), Err(Error::NotFound { .. })));
+        assert!(matches!(store.get_tail("missing", 1), Err(Error::NotFound { .. })));
+    }
+
+    #[test]
+    fn default_put_aborts_when_append_fails() {
+        let store = Faulty::new(MemoryStorage::new(), FaultPlan::new().fail_append_after(3));
+        assert!(matches!(store.put("a", b"too long"), Err(Error::Injected { .. })));
+        assert!(matches!(store.size("a"), Err(Error::NotFound { .. })));
+    }
+
+    #[test]
+    fn forwarding_keeps_overrides_and_works_for_trait_objects() {
+        let counting = Arc::new(Counting::new(MemoryStorage::new()));
+        let stats = counting.stats_handle();
+
+        // Arc<Counting<_>> -> Box<dyn Storage> -> &dyn Storage, wrapped again by a decorator.
+        let boxed: Box<dyn Storage> = Box::new(Arc::clone(&counting));
+        let throttled = Throttled::new(&*boxed, 1e12);
+        throttled.put("x", b"abc").unwrap();
+        assert_eq!(throttled.get("x").unwrap(), b"abc");
+        assert_eq!(throttled.get_tail("x", 2).unwrap().bytes, b"bc");
+
+        let s = stats.snapshot();
+        assert_eq!(s.bytes_written, 3);
+        // get and get_tail were forwarded as such (one read each), not as size + get_range.
+        assert_eq!(s.reads, 2);
+        assert_eq!(s.bytes_read, 5);
+    }
+}
