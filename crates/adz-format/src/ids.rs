@@ -1,0 +1,154 @@
+//! The stable codec and filter id tables (docs/FORMAT.md, "Codec ids" and "Filter ids").
+//!
+//! These numbers are written to disk. They are listed here once, never renumbered, never reused.
+
+use std::fmt;
+
+/// A codec id as stored in a frame header (one byte).
+///
+/// Only the ids this version knows are variants; any other byte is rejected by
+/// [`CodecId::from_u8`] so a reader can report it as unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum CodecId {
+    /// No compression: the payload is the (filtered) raw data.
+    None = 0,
+    /// LZ4 block format; parameter = acceleration 1..=65537.
+    Lz4 = 1,
+    /// LZ4 high-compression, LZ4 block format; parameter = level 1..=12.
+    Lz4Hc = 2,
+    /// One zstd frame; parameter = level -7..=22.
+    Zstd = 3,
+    /// One .xz stream without integrity check; parameter = preset 0..=9.
+    Xz = 4,
+}
+
+impl CodecId {
+    /// Every codec id this version knows, in table order.
+    pub const ALL: [CodecId; 5] =
+        [CodecId::None, CodecId::Lz4, CodecId::Lz4Hc, CodecId::Zstd, CodecId::Xz];
+
+    /// The id for a stored byte, or `None` if this version does not know it.
+    pub fn from_u8(v: u8) -> Option<CodecId> {
+        Self::ALL.into_iter().find(|c| *c as u8 == v)
+    }
+
+    /// The byte stored on disk.
+    pub fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// The codec's name as used on the command line (`zstd`, `lz4`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecId::None => "none",
+            CodecId::Lz4 => "lz4",
+            CodecId::Lz4Hc => "lz4hc",
+            CodecId::Zstd => "zstd",
+            CodecId::Xz => "xz",
+        }
+    }
+
+    /// Look a codec up by its command-line name.
+    pub fn from_name(name: &str) -> Option<CodecId> {
+        Self::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The valid range of the codec parameter (level, acceleration or preset).
+    pub fn param_range(self) -> std::ops::RangeInclusive<i32> {
+        match self {
+            CodecId::None => 0..=0,
+            CodecId::Lz4 => 1..=65537,
+            CodecId::Lz4Hc => 1..=12,
+            CodecId::Zstd => -7..=22,
+            CodecId::Xz => 0..=9,
+        }
+    }
+}
+
+impl fmt::Display for CodecId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A filter id as stored in a frame's filter slot (one byte). Id 0 marks an empty slot and has
+/// no variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum FilterId {
+    /// Byte transposition of `param`-byte elements, as in Blosc.
+    Shuffle = 1,
+}
+
+impl FilterId {
+    /// Every filter id this version knows.
+    pub const ALL: [FilterId; 1] = [FilterId::Shuffle];
+
+    /// The id for a stored byte, or `None` if this version does not know it (0 is not a filter).
+    pub fn from_u8(v: u8) -> Option<FilterId> {
+        Self::ALL.into_iter().find(|c| *c as u8 == v)
+    }
+
+    /// The byte stored on disk.
+    pub fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// The filter's name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterId::Shuffle => "shuffle",
+        }
+    }
+
+    /// Look a filter up by its command-line name.
+    pub fn from_name(name: &str) -> Option<FilterId> {
+        Self::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The valid range of the filter parameter.
+    pub fn param_range(self) -> std::ops::RangeInclusive<u8> {
+        match self {
+            FilterId::Shuffle => 1..=255,
+        }
+    }
+}
+
+impl fmt::Display for FilterId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers are on disk: this test is the tripwire against renumbering.
+    #[test]
+    fn ids_are_stable() {
+        assert_eq!(CodecId::None.as_u8(), 0);
+        assert_eq!(CodecId::Lz4.as_u8(), 1);
+        assert_eq!(CodecId::Lz4Hc.as_u8(), 2);
+        assert_eq!(CodecId::Zstd.as_u8(), 3);
+        assert_eq!(CodecId::Xz.as_u8(), 4);
+        assert_eq!(FilterId::Shuffle.as_u8(), 1);
+        assert_eq!(FilterId::from_u8(0), None);
+        for v in 5..=255u8 {
+            assert_eq!(CodecId::from_u8(v), None, "id {v} must be unknown in 1.0");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for c in CodecId::ALL {
+            assert_eq!(CodecId::from_name(c.name()), Some(c));
+            assert_eq!(CodecId::from_u8(c.as_u8()), Some(c));
+        }
+        assert_eq!(FilterId::from_name("SHUFFLE"), Some(FilterId::Shuffle));
+        assert_eq!(CodecId::from_name("gzip"), None);
+    }
+}
