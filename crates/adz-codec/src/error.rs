@@ -29,7 +29,9 @@ pub enum Error {
     /// The destination buffer is too small: it is shorter than `needed`
     /// ([`max_compressed_len`](crate::max_compressed_len) for compression) and the output did not
     /// fit in it. A caller that offers only `raw_len - 1` bytes, because it stores a block raw
-    /// unless compression saves something, reads this as "did not pay".
+    /// unless compression saves something, reads this as "did not pay". Also returned by
+    /// [`apply_filters`](crate::apply_filters) / [`undo_filters`](crate::undo_filters) with no
+    /// filters when the destination is not exactly `needed` bytes.
     #[error("destination buffer too small: {available} bytes, up to {needed} needed")]
     DstTooSmall {
         /// Bytes the operation may need.

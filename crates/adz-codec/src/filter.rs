@@ -8,9 +8,10 @@ use crate::{Error, Result};
 
 /// Run `filters` over `src` in slot order, leaving the result in `dst`.
 ///
-/// `dst.len()` must equal `src.len()`: filters keep the length. `scratch` holds the
-/// intermediate result when there is more than one filter; it is resized as needed and can be
-/// reused across calls. With no filters this copies `src` to `dst`.
+/// `dst.len()` must equal `src.len()`: filters keep the length; otherwise the result is
+/// [`Error::Filter`] naming the first filter ([`Error::DstTooSmall`] with no filters).
+/// `scratch` holds the intermediate result when there is more than one filter; it is resized
+/// as needed and can be reused across calls. With no filters this copies `src` to `dst`.
 ///
 /// ```
 /// use adz_codec::{apply_filters, undo_filters, FilterSpec, Filters};
