@@ -1,0 +1,65 @@
+use std::io;
+
+use thiserror::Error;
+
+/// Errors of the adz core: a damaged file, a codec failure, or the I/O underneath.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes are not a valid adz file (or not where they should be).
+    #[error(transparent)]
+    Format(#[from] adz_format::Error),
+    /// A codec failed on a frame: for decoding, the payload is damaged.
+    #[error("frame {frame} at offset {offset}: {source}")]
+    Codec {
+        /// Frame number.
+        frame: u64,
+        /// File offset of the frame header.
+        offset: u64,
+        /// What the codec said.
+        #[source]
+        source: adz_codec::Error,
+    },
+    /// Reading or writing the underlying file or stream failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// An option has a value that cannot work.
+    #[error("invalid option: {0}")]
+    Config(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Error {
+        Error::Io { context: context.into(), source }
+    }
+
+    /// The frame the error is about, if it is about one frame's contents.
+    pub fn frame(&self) -> Option<u64> {
+        match self {
+            Error::Codec { frame, .. } => Some(*frame),
+            Error::Format(adz_format::Error::DataChecksum { frame, .. })
+            | Error::Format(adz_format::Error::PayloadChecksum { frame, .. })
+            | Error::Format(adz_format::Error::UnknownCodec { frame, .. }) => Some(*frame),
+            _ => None,
+        }
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        match e {
+            Error::Io { source, .. } => source,
+            Error::Config(_) => io::Error::new(io::ErrorKind::InvalidInput, e),
+            other => io::Error::new(io::ErrorKind::InvalidData, other),
+        }
+    }
+}

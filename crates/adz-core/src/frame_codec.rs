@@ -1,0 +1,314 @@
+//! One block to one frame and back: filters, codec, raw fallback and checksums. Used by every
+//! writer and reader, so the rules of docs/FORMAT.md live in one place.
+
+use adz_codec::{apply_filters, max_compressed_len, undo_filters, CodecContext, CodecId};
+use adz_format::{xxh3, CodecSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN};
+
+use crate::{Error, Result};
+
+/// Encodes blocks into frames. One per worker thread: it owns reusable codec contexts and
+/// buffers.
+#[derive(Default)]
+pub struct FrameEncoder {
+    ctx: CodecContext,
+    filtered: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for FrameEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameEncoder").finish_non_exhaustive()
+    }
+}
+
+impl FrameEncoder {
+    /// A new encoder.
+    pub fn new() -> FrameEncoder {
+        FrameEncoder::default()
+    }
+
+    /// Encode `raw` (1 ..= `MAX_FRAME_RAW_LEN` bytes, starting at `raw_offset` of the file's raw
+    /// data) and append the frame (header and payload) to `out`.
+    ///
+    /// The compressed payload is kept only if it is at most `keep_ratio` × the raw length and
+    /// strictly shorter; otherwise the frame is stored raw. Codec `none` with filters keeps the
+    /// filtered bytes (same length), for downstream compressors that benefit from them.
+    pub fn encode(
+        &mut self,
+        raw: &[u8],
+        raw_offset: u64,
+        codec: CodecSpec,
+        filters: Filters,
+        keep_ratio: f64,
+        out: &mut Vec<u8>,
+    ) -> Result<FrameHeader> {
+        let raw_len = u32::try_from(raw.len())
+            .ok()
+            .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
+            .ok_or_else(|| {
+            Error::Config(format!("block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}", raw.len()))
+        })?;
+        let checksum = xxh3(raw);
+        let start = out.len();
+        out.resize(start + FRAME_HEADER_LEN, 0);
+
+        let src: &[u8] = if filters.is_empty() {
+            raw
+        } else {
+            self.filtered.resize(raw.len(), 0);
+            apply_filters(&filters, raw, &mut self.filtered, &mut self.scratch)
+                .map_err(|source| Error::Codec { frame: 0, offset: 0, source })?;
+            &self.filtered
+        };
+
+        let kept = if codec.id() == CodecId::None {
+            if filters.is_empty() {
+                None
+            } else {
+                out.extend_from_slice(src);
+                Some(raw.len())
+            }
+        } else {
+            let limit = ((raw.len() as f64) * keep_ratio.clamp(0.0, 1.0)) as usize;
+            let bound = max_compressed_len(codec.id(), src.len());
+            out.resize(start + FRAME_HEADER_LEN + bound, 0);
+            let n = self
+                .ctx
+                .compress_into(codec, src, &mut out[start + FRAME_HEADER_LEN..])
+                .map_err(|source| Error::Codec { frame: 0, offset: 0, source })?;
+            (n < raw.len() && n <= limit && n > 0).then_some(n)
+        };
+
+        let stored_raw = match kept {
+            Some(n) => {
+                out.truncate(start + FRAME_HEADER_LEN + n);
+                false
+            }
+            None => {
+                out.truncate(start + FRAME_HEADER_LEN);
+                out.extend_from_slice(raw);
+                true
+            }
+        };
+        let payload = &out[start + FRAME_HEADER_LEN..];
+        // A stored-raw payload is the raw data: its checksum is already known.
+        let payload_checksum = if stored_raw { checksum } else { xxh3(payload) };
+        let header = FrameHeader::new(
+            codec,
+            filters,
+            stored_raw,
+            raw_len,
+            payload.len() as u32,
+            raw_offset,
+            checksum,
+            payload_checksum,
+        );
+        out[start..start + FRAME_HEADER_LEN].copy_from_slice(&header.encode());
+        Ok(header)
+    }
+}
+
+/// Decodes frames. One per reader thread.
+#[derive(Default)]
+pub struct FrameDecoder {
+    ctx: CodecContext,
+    filtered: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for FrameDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameDecoder").finish_non_exhaustive()
+    }
+}
+
+impl FrameDecoder {
+    /// A new decoder.
+    pub fn new() -> FrameDecoder {
+        FrameDecoder::default()
+    }
+
+    /// Decode the payload of frame number `frame` (header at file offset `offset`, already
+    /// parsed) into `out`, which must be `h.raw_len` bytes, and check the data checksum.
+    /// On error `out` holds no meaningful data.
+    pub fn decode(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        frame: u64,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if payload.len() != h.stored_len as usize || out.len() != h.raw_len as usize {
+            return Err(Error::Config(format!(
+                "frame {frame}: decode given {} payload / {} output bytes for a frame of {} / {}",
+                payload.len(),
+                out.len(),
+                h.stored_len,
+                h.raw_len
+            )));
+        }
+        let codec_err = |source| Error::Codec { frame, offset, source };
+        // Damaged payloads stop here, before any codec sees them.
+        h.check_payload(payload, frame, offset)?;
+        if h.stored_raw() {
+            out.copy_from_slice(payload);
+        } else {
+            let codec = h.codec().ok_or(adz_format::Error::UnknownCodec {
+                frame,
+                offset,
+                id: h.codec_id,
+            })?;
+            let filters = h.filters()?;
+            if filters.is_empty() {
+                self.ctx.decompress_into(codec.id(), payload, out).map_err(codec_err)?;
+            } else {
+                self.filtered.resize(out.len(), 0);
+                self.ctx
+                    .decompress_into(codec.id(), payload, &mut self.filtered)
+                    .map_err(codec_err)?;
+                undo_filters(&filters, &self.filtered, out, &mut self.scratch)
+                    .map_err(codec_err)?;
+            }
+        }
+        let computed = xxh3(out);
+        if computed != h.raw_checksum {
+            return Err(adz_format::Error::DataChecksum {
+                frame,
+                offset,
+                stored: h.raw_checksum,
+                computed,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adz_format::FilterSpec;
+
+    fn round_trip(raw: &[u8], codec: &str, filters: Filters) -> FrameHeader {
+        let mut enc = FrameEncoder::new();
+        let mut out = Vec::new();
+        let h = enc.encode(raw, 0, codec.parse().unwrap(), filters, 1.0, &mut out).unwrap();
+        let parsed = FrameHeader::parse(&out, 0, 0).unwrap();
+        assert_eq!(parsed, h);
+        assert_eq!(out.len() as u64, h.frame_len());
+        let mut back = vec![0; raw.len()];
+        FrameDecoder::new().decode(&h, &out[FRAME_HEADER_LEN..], 0, 0, &mut back).unwrap();
+        assert_eq!(back, raw);
+        h
+    }
+
+    #[test]
+    fn compressible_is_compressed_incompressible_is_raw() {
+        let text = b"the quick brown fox jumps over the lazy dog. ".repeat(100);
+        let h = round_trip(&text, "zstd:3", Filters::NONE);
+        assert!(!h.stored_raw() && h.stored_len < 400);
+        let noise = adz_datagen::generate(adz_datagen::Kind::Random, 5000, 1);
+        let h = round_trip(&noise, "lz4:1", Filters::NONE);
+        assert!(h.stored_raw(), "pseudo-random bytes should not shrink with lz4");
+        let h = round_trip(b"x", "zstd:3", Filters::NONE);
+        assert!(h.stored_raw());
+    }
+
+    #[test]
+    fn none_with_filter_keeps_filtered_payload() {
+        let f = Filters::new(&[FilterSpec::shuffle(2).unwrap()]).unwrap();
+        let mut out = Vec::new();
+        let h =
+            FrameEncoder::new().encode(b"adz adz!", 0, CodecSpec::NONE, f, 1.0, &mut out).unwrap();
+        assert!(!h.stored_raw());
+        assert_eq!(&out[FRAME_HEADER_LEN..], b"azazd d!");
+        round_trip(b"adz adz!", "none", f);
+    }
+
+    #[test]
+    fn keep_ratio_forces_raw() {
+        let text = b"abcabcabcabcabcabcabcabcabcabcabcabc".repeat(10);
+        let mut out = Vec::new();
+        let h = FrameEncoder::new()
+            .encode(&text, 0, "zstd:1".parse().unwrap(), Filters::NONE, 0.0001, &mut out)
+            .unwrap();
+        assert!(h.stored_raw());
+    }
+
+    #[test]
+    fn damaged_payload_is_caught_before_the_codec() {
+        let text = b"0123456789".repeat(500);
+        let mut out = Vec::new();
+        let h = FrameEncoder::new()
+            .encode(&text, 0, "zstd:3".parse().unwrap(), Filters::NONE, 1.0, &mut out)
+            .unwrap();
+        for i in FRAME_HEADER_LEN..out.len() {
+            let mut bad = out.clone();
+            bad[i] ^= 0x20;
+            let mut back = vec![0; text.len()];
+            let err = FrameDecoder::new()
+                .decode(&h, &bad[FRAME_HEADER_LEN..], 7, 1234, &mut back)
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Format(adz_format::Error::PayloadChecksum {
+                        frame: 7,
+                        offset: 1234,
+                        ..
+                    })
+                ),
+                "byte {i}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_data_behind_a_valid_payload_checksum_is_caught() {
+        // A codec that decodes to different bytes (or a forged payload with a matching payload
+        // checksum) is still caught by the raw checksum.
+        let text = b"0123456789".repeat(500);
+        let mut out = Vec::new();
+        let mut h = FrameEncoder::new()
+            .encode(&text, 0, "zstd:3".parse().unwrap(), Filters::NONE, 1.0, &mut out)
+            .unwrap();
+        h.raw_checksum ^= 1;
+        let mut back = vec![0; text.len()];
+        let err = FrameDecoder::new()
+            .decode(&h, &out[FRAME_HEADER_LEN..], 7, 1234, &mut back)
+            .unwrap_err();
+        assert_eq!(err.frame(), Some(7));
+        assert!(matches!(err, Error::Format(adz_format::Error::DataChecksum { .. })));
+    }
+
+    #[test]
+    fn corrupt_codec_stream_with_fixed_checksum_is_an_error_naming_the_frame() {
+        let text = b"0123456789".repeat(500);
+        let mut out = Vec::new();
+        let h = FrameEncoder::new()
+            .encode(&text, 0, "zstd:3".parse().unwrap(), Filters::NONE, 1.0, &mut out)
+            .unwrap();
+        // Re-checksum each damaged payload so the codec itself must reject it (or the raw
+        // checksum catch the wrong data).
+        for i in FRAME_HEADER_LEN..out.len() {
+            let mut bad = out.clone();
+            bad[i] ^= 0x20;
+            let mut hh = h;
+            hh.payload_checksum = xxh3(&bad[FRAME_HEADER_LEN..]);
+            let mut back = vec![0; text.len()];
+            let err = FrameDecoder::new()
+                .decode(&hh, &bad[FRAME_HEADER_LEN..], 7, 1234, &mut back)
+                .unwrap_err();
+            assert_eq!(err.frame(), Some(7), "byte {i}: {err}");
+        }
+    }
+
+    #[test]
+    fn empty_block_is_refused() {
+        let err = FrameEncoder::new()
+            .encode(b"", 0, CodecSpec::NONE, Filters::NONE, 1.0, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(err, Error::Config(_)));
+    }
+}

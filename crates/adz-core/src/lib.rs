@@ -1,0 +1,36 @@
+//! The adz core: blocks to frames and back, and the writers and readers built on that.
+//!
+//! ```
+//! use std::io::Read;
+//! use adz_core::{Decoder, FrameWriter, WriterOptions};
+//!
+//! let data = b"adaptive compression on the storage I/O path ".repeat(1000);
+//! let opts = WriterOptions { block_size: 4096, codec: "zstd:3".parse()?, ..Default::default() };
+//! let mut w = FrameWriter::new(Vec::new(), opts)?;
+//! w.write_data(&data)?;
+//! let (file, summary) = w.finish()?;
+//! assert!(summary.ratio() > 5.0);
+//!
+//! let mut back = Vec::new();
+//! Decoder::new(&file[..]).read_to_end(&mut back)?;
+//! assert_eq!(back, data);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod frame_codec;
+pub mod info;
+pub mod scan;
+pub mod stream;
+
+pub use error::{Error, Result};
+pub use frame_codec::{FrameDecoder, FrameEncoder};
+pub use info::FileInfo;
+pub use scan::{FrameScanner, ScannedFrame};
+pub use stream::{
+    decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, Summary,
+    VerifyReport, WriterOptions, DEFAULT_BLOCK_SIZE,
+};
+
+pub use adz_codec as codec;
+pub use adz_format as format;
