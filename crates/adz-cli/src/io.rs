@@ -1,0 +1,157 @@
+//! Where the CLI reads from and writes to: a path or `-`. Output files are written through
+//! adz-store's local storage, so they appear under their name only when complete (temporary
+//! name, fsync, rename); a failed or interrupted command leaves no complete-looking file.
+
+use std::fs::File;
+use std::io::{self, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use adz_store::{LocalStorage, Storage, Upload};
+use anyhow::{bail, Context, Result};
+
+/// An input: a file or standard input.
+pub enum Input {
+    Stdin,
+    File { path: PathBuf, len: u64 },
+}
+
+impl Input {
+    pub fn open(arg: &str) -> Result<Input> {
+        if arg == "-" {
+            return Ok(Input::Stdin);
+        }
+        let path = PathBuf::from(arg);
+        let meta = std::fs::metadata(&path).with_context(|| format!("cannot read {arg}"))?;
+        if meta.is_dir() {
+            bail!("{arg} is a directory");
+        }
+        Ok(Input::File { path, len: meta.len() })
+    }
+
+    /// Size in bytes, if known (for progress).
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Input::Stdin => None,
+            Input::File { len, .. } => Some(*len),
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Input::Stdin => None,
+            Input::File { path, .. } => Some(path),
+        }
+    }
+
+    pub fn reader(&self) -> Result<Box<dyn Read>> {
+        Ok(match self {
+            Input::Stdin => Box::new(io::stdin().lock()),
+            Input::File { path, .. } => Box::new(BufReader::with_capacity(
+                1 << 20,
+                File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+            )),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Input::Stdin => "<stdin>".to_owned(),
+            Input::File { path, .. } => path.display().to_string(),
+        }
+    }
+}
+
+/// An output being written: standard output, or an upload that becomes visible on commit.
+pub enum Output {
+    Stdout(io::StdoutLock<'static>),
+    File { upload: Option<Box<dyn Upload>>, path: PathBuf, buf: Vec<u8> },
+}
+
+const OUT_BUF: usize = 1 << 20;
+
+impl Output {
+    /// Open `arg` for writing. `-` is standard output, refused when it is a terminal and
+    /// `binary` (compressed data would garble it). An existing file is refused without `force`.
+    pub fn create(arg: &str, force: bool, binary: bool) -> Result<Output> {
+        if arg == "-" {
+            let out = io::stdout();
+            if binary && out.is_terminal() {
+                bail!("refusing to write compressed data to a terminal; give an output file or redirect stdout");
+            }
+            return Ok(Output::Stdout(out.lock()));
+        }
+        let path = PathBuf::from(arg);
+        if !force && path.exists() {
+            bail!("{arg} already exists; use --force to overwrite it");
+        }
+        let (store, name) =
+            LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
+        let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
+        Ok(Output::File { upload: Some(upload), path, buf: Vec::with_capacity(OUT_BUF) })
+    }
+
+    /// Make the output complete: flush, and for a file, commit it under its name.
+    pub fn commit(mut self) -> Result<()> {
+        self.flush().context("writing the output")?;
+        match &mut self {
+            Output::Stdout(s) => s.flush().context("writing to stdout"),
+            Output::File { upload, path, .. } => {
+                let upload = upload.take().expect("upload present until commit");
+                upload.commit().with_context(|| format!("cannot complete {}", path.display()))?;
+                Ok(())
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Output::Stdout(_) => "<stdout>".to_owned(),
+            Output::File { path, .. } => path.display().to_string(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Stdout(s) => s.write(data),
+            Output::File { upload, buf, .. } => {
+                if buf.len() + data.len() > OUT_BUF && !buf.is_empty() {
+                    let up = upload.as_mut().expect("upload present until commit");
+                    up.append(buf)?;
+                    buf.clear();
+                }
+                if data.len() >= OUT_BUF {
+                    upload.as_mut().expect("upload present until commit").append(data)?;
+                } else {
+                    buf.extend_from_slice(data);
+                }
+                Ok(data.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Stdout(s) => s.flush(),
+            Output::File { upload, buf, .. } => {
+                if !buf.is_empty() {
+                    upload.as_mut().expect("upload present until commit").append(buf)?;
+                    buf.clear();
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // Not committed: abort, so nothing appears under the output name.
+        if let Output::File { upload, .. } = self {
+            if let Some(up) = upload.take() {
+                let _ = up.abort();
+            }
+        }
+    }
+}
