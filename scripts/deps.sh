@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install what `make test` needs and is missing. Safe to run again: it only installs what is absent.
+set -euo pipefail
+
+need_cmd() { command -v "$1" >/dev/null 2>&1; }
+
+if ! need_cmd cargo; then
+    echo "deps: cargo not found; install Rust (rustup) first" >&2
+    exit 1
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+# The fuzz smoke run needs a nightly toolchain and cargo-fuzz (libFuzzer needs a C++ compiler).
+if ! rustup toolchain list | grep -q '^nightly'; then
+    rustup toolchain install nightly --profile minimal || echo "deps: no nightly toolchain; the fuzz smoke run will be skipped" >&2
+fi
+if ! need_cmd cargo-fuzz; then
+    cargo install cargo-fuzz --locked
+fi
+if ! need_cmd c++ && ! need_cmd g++; then
+    if need_cmd apt-get; then (apt-get update -qq && apt-get install -y -qq g++) >/dev/null; fi
+fi
+echo "deps: ok"
