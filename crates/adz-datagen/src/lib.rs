@@ -53,7 +53,7 @@ pub enum Kind {
     Random,
     /// Mostly zeros with sparse records.
     Sparse,
-    /// Segments of all the kinds above, in turn, 4 MiB each.
+    /// Segments of text, doubles, sparse, text, random, in turn, 4 MiB each.
     Mixed,
 }
 
@@ -167,40 +167,79 @@ const WORDS: &[&str] = &[
     "checksum",
 ];
 
+/// Data is made in independent segments of this size, so a stream of any length can be
+/// written segment by segment with memory bounded by one segment, and is identical to
+/// [`generate`].
+pub const SEGMENT: usize = 4 << 20;
+
 /// `len` bytes of `kind` data from `seed`.
 pub fn generate(kind: Kind, len: usize, seed: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(len);
-    fill(kind, len, seed, &mut out);
+    let mut i = 0;
+    while out.len() < len {
+        segment(kind, i, SEGMENT.min(len - out.len()), seed, &mut out);
+        i += 1;
+    }
     out
 }
 
-/// Append `len` bytes of `kind` data from `seed` to `out`.
-pub fn fill(kind: Kind, len: usize, seed: u64, out: &mut Vec<u8>) {
-    let end = out.len() + len;
+/// Write `len` bytes of `kind` data from `seed` to `w`: the same bytes as [`generate`], with
+/// memory bounded by one segment.
+pub fn write_to(
+    kind: Kind,
+    len: u64,
+    seed: u64,
+    w: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(SEGMENT);
+    let mut done = 0u64;
+    let mut i = 0;
+    while done < len {
+        buf.clear();
+        let n = (SEGMENT as u64).min(len - done) as usize;
+        segment(kind, i, n, seed, &mut buf);
+        w.write_all(&buf)?;
+        done += n as u64;
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The kinds a segment can be.
+#[derive(Clone, Copy)]
+enum Leaf {
+    Text,
+    Doubles,
+    Random,
+    Sparse,
+}
+
+/// Append segment number `i` (`n` bytes, at most [`SEGMENT`]) of the stream `kind`/`seed`.
+fn segment(kind: Kind, i: usize, n: usize, seed: u64, out: &mut Vec<u8>) {
+    let seed = SplitMix64::new(seed ^ (i as u64).wrapping_mul(0xA24B_AED4_963E_E407)).next_u64();
+    let leaf = match kind {
+        Kind::Text => Leaf::Text,
+        Kind::Doubles => Leaf::Doubles,
+        Kind::Random => Leaf::Random,
+        Kind::Sparse => Leaf::Sparse,
+        // Text, doubles, sparse, text, random: in turn, one segment each.
+        Kind::Mixed => [Leaf::Text, Leaf::Doubles, Leaf::Sparse, Leaf::Text, Leaf::Random][i % 5],
+    };
+    let end = out.len() + n;
     let mut rng = SplitMix64::new(seed);
-    match kind {
-        Kind::Text => text(&mut rng, end, out),
-        Kind::Doubles => doubles(&mut rng, end, out),
-        Kind::Random => {
+    match leaf {
+        Leaf::Text => text(&mut rng, end, out),
+        Leaf::Doubles => doubles(&mut rng, end, out),
+        Leaf::Random => {
             while out.len() < end {
                 out.extend_from_slice(&rng.next_u64().to_le_bytes());
             }
         }
-        Kind::Sparse => {
+        Leaf::Sparse => {
             while out.len() < end {
                 let gap = rng.below(2000) as usize;
                 out.resize(out.len() + gap, 0);
                 out.extend_from_slice(&rng.next_u64().to_le_bytes()[..rng.below(8) as usize + 1]);
-            }
-        }
-        Kind::Mixed => {
-            const SEGMENT: usize = 4 << 20;
-            let parts = [Kind::Text, Kind::Doubles, Kind::Sparse, Kind::Text, Kind::Random];
-            let mut i = 0;
-            while out.len() < end {
-                let n = SEGMENT.min(end - out.len());
-                fill(parts[i % parts.len()], n, seed.wrapping_add(i as u64 + 1), out);
-                i += 1;
             }
         }
     }
@@ -262,6 +301,16 @@ mod tests {
             }
         }
         assert_ne!(generate(Kind::Text, 1000, 1), generate(Kind::Text, 1000, 2));
+    }
+
+    #[test]
+    fn streaming_equals_generate() {
+        for kind in Kind::ALL {
+            let len = 2 * SEGMENT + 12_345;
+            let mut streamed = Vec::new();
+            write_to(kind, len as u64, 9, &mut streamed).unwrap();
+            assert!(streamed == generate(kind, len, 9), "{kind}");
+        }
     }
 
     #[test]

@@ -17,28 +17,18 @@ fn main() -> ExitCode {
         }
     };
     let (Ok(size), Ok(seed)) =
-        (args[1].parse::<usize>(), args.get(2).map_or(Ok(1), |s| s.parse::<u64>()))
+        (args[1].parse::<u64>(), args.get(2).map_or(Ok(1), |s| s.parse::<u64>()))
     else {
         eprintln!("adz-datagen: SIZE and SEED must be whole numbers");
         return ExitCode::from(2);
     };
-    let mut out = std::io::stdout().lock();
-    let chunk = 16 << 20;
-    let mut done = 0;
-    let mut part = 0u64;
-    // Generate in chunks so memory stays small for large sizes; the seed advances per chunk.
-    while done < size {
-        let n = chunk.min(size - done);
-        let data = adz_datagen::generate(kind, n, seed.wrapping_mul(1_000_003).wrapping_add(part));
-        if let Err(e) = out.write_all(&data) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return ExitCode::SUCCESS;
-            }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match adz_datagen::write_to(kind, size, seed, &mut out).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
             eprintln!("adz-datagen: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-        done += n;
-        part += 1;
     }
-    ExitCode::SUCCESS
 }
