@@ -46,8 +46,11 @@ impl FrameEncoder {
             .ok()
             .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
             .ok_or_else(|| {
-            Error::Config(format!("block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}", raw.len()))
-        })?;
+                Error::Config(format!(
+                    "block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}",
+                    raw.len()
+                ))
+            })?;
         let checksum = xxh3(raw);
         let start = out.len();
         out.resize(start + FRAME_HEADER_LEN, 0);
