@@ -1,0 +1,997 @@
+//! The controller: told measurements, asked for the next block's codec, level and filters.
+
+use std::fmt;
+use std::time::Duration;
+
+use adz_format::{CodecId, CodecSpec, FilterSpec, Filters};
+
+use crate::hint::Hint;
+use crate::ladder::Ladder;
+use crate::model::{LinkEstimator, Model, Rates, Sample};
+use crate::strategy::{Link, Strategy};
+
+/// The controller's settings. [`ControllerConfig::new`] fills every tunable with its default;
+/// the crate docs say why each default is what it is.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ControllerConfig {
+    /// What to optimise.
+    pub strategy: Strategy,
+    /// The link speed, or `Auto` to measure it from the sink.
+    pub link: Link,
+    /// Compression worker threads (0 is taken as 1).
+    pub threads: usize,
+    /// The rungs to move along.
+    pub ladder: Ladder,
+    /// Where to start. `None`: with a fixed link, the rung the reference table says fits
+    /// (assuming the machine is only half as fast as the reference); with `Link::Auto`, until
+    /// the first sink measurement, zstd:1. A setting not on the ladder starts at the ladder
+    /// rung nearest to it in speed. Default `None`.
+    pub start: Option<CodecSpec>,
+    /// Nominal block size in bytes; shorter blocks weigh less in the estimates. Default 1 MiB.
+    pub block_size: u64,
+    /// Dead band: compression must be this much faster than the target (0.10 = 10 %) before
+    /// the controller spends more effort. Default 0.10.
+    pub dead_band: f64,
+    /// Consecutive fresh measurements of the current rung, all faster than target by more
+    /// than the dead band, needed before the controller spends more effort. Default 3.
+    pub confirm: u32,
+    /// Weight of a measurement slower than the estimate (0..=1). Default 0.7.
+    pub alpha_slow: f64,
+    /// Weight of a measurement faster than the estimate (0..=1). Default 0.15.
+    pub alpha_fast: f64,
+    /// Weight of a measurement in a rung's own correction, and in the ratio level. Default 0.3.
+    pub alpha_rung: f64,
+    /// Half-life, in compression attempts, of what the controller knows about one rung
+    /// relative to the others once it stops measuring it. Default 4096.
+    pub rung_memory: f64,
+    /// A compressed block is kept only if `stored <= raw * keep_threshold`. Default 0.97.
+    pub keep_threshold: f64,
+    /// Incompressible results in a row that switch to probe mode; 0 disables probe mode.
+    /// Default 1.
+    pub probe_after: u32,
+    /// Blocks between probes when probe mode starts; doubles after each failed probe.
+    /// Default 4.
+    pub probe_interval_min: u64,
+    /// Most blocks between probes: the bound on how late compressible data after an
+    /// incompressible stretch is noticed. Default 10.
+    pub probe_interval_max: u64,
+    /// Probe settings, used in turn. Default lz4:1, zstd:1.
+    pub probe_rungs: Vec<CodecSpec>,
+    /// Half-life of the link estimate, in bytes written. Default 32 MiB.
+    pub link_memory_bytes: u64,
+}
+
+impl ControllerConfig {
+    /// A configuration with the standard ladder and every tunable at its default.
+    pub fn new(strategy: Strategy, link: Link, threads: usize) -> Self {
+        let spec = |id, p| CodecSpec::new(id, p).expect("valid default probe");
+        ControllerConfig {
+            strategy,
+            link,
+            threads,
+            ladder: Ladder::standard(),
+            start: None,
+            block_size: 1 << 20,
+            dead_band: 0.10,
+            confirm: 3,
+            alpha_slow: 0.7,
+            alpha_fast: 0.15,
+            alpha_rung: 0.3,
+            rung_memory: 4096.0,
+            keep_threshold: 0.97,
+            probe_after: 1,
+            probe_interval_min: 4,
+            probe_interval_max: 10,
+            probe_rungs: vec![spec(CodecId::Lz4, 1), spec(CodecId::Zstd, 1)],
+            link_memory_bytes: 32 << 20,
+        }
+    }
+
+    /// The same configuration starting at `start`.
+    pub fn with_start(mut self, start: CodecSpec) -> Self {
+        self.start = Some(start);
+        self
+    }
+
+    /// The same configuration with another ladder.
+    pub fn with_ladder(mut self, ladder: Ladder) -> Self {
+        self.ladder = ladder;
+        self
+    }
+}
+
+/// What the pipeline tells the controller about a block before asking.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockContext<'a> {
+    /// Offset of the block's first byte in the raw data.
+    pub raw_offset: u64,
+    /// Raw length of the block.
+    pub raw_len: usize,
+    /// The hints that apply to this block's range (the pipeline cuts blocks at hint borders).
+    pub hints: &'a [Hint],
+}
+
+/// Why the controller decided what it did (for tracing and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Nothing measured yet (or, with `Link::Auto`, no sink measurement yet): the start rung.
+    Start,
+    /// The current rung meets the target and there is no confirmed reason to move.
+    Hold,
+    /// Compression was slower than the target: moved to a faster rung (or started mixing).
+    TooSlow,
+    /// Compression was faster than the target by more than the dead band, confirmed by
+    /// several fresh measurements: moved to a slower rung.
+    Headroom,
+    /// No codec is fast enough: a mix of raw and compressed blocks; this block compressed.
+    MixCompress,
+    /// No codec is fast enough: a mix of raw and compressed blocks; this block sent raw.
+    MixRaw,
+    /// Probe mode (the data has been incompressible): sent raw without an attempt.
+    Incompressible,
+    /// Probe mode: a cheap attempt to see whether the data compresses again.
+    Probe,
+    /// `static=C:L`.
+    Static,
+    /// `archive`: the last rung.
+    Archive,
+    /// A `no-compress` hint covers the block.
+    HintNoCompress,
+}
+
+/// The controller's answer for one block.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    /// The codec and level ([`CodecSpec::NONE`]: store raw, no attempt).
+    pub codec: CodecSpec,
+    /// Filters to apply before the codec.
+    pub filters: Filters,
+    /// Why.
+    pub reason: Reason,
+    /// The block's number: 0, 1, 2, ... in `next_block` order. Lets the controller tell a
+    /// late measurement from a fresh one.
+    pub seq: u64,
+}
+
+/// Measured after compressing one block (by a worker).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockMeasurement {
+    /// The decision the block was compressed with, as `next_block` returned it.
+    pub decision: Decision,
+    /// Raw bytes.
+    pub raw_len: u64,
+    /// Stored payload bytes, after the raw fallback.
+    pub stored_len: u64,
+    /// The compressed result was not kept (see [`Controller::keep_threshold`]).
+    pub stored_raw: bool,
+    /// Wall-clock time the worker spent on the block (filters + codec).
+    pub wall: Duration,
+    /// CPU time the worker's thread spent on it.
+    pub cpu: Duration,
+}
+
+/// Measured at the sink: bytes accepted and how long the sink was busy writing them (time
+/// blocked in the sink's write call). With a throttled or slow sink, busy ≈ bytes / link speed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SinkMeasurement {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Time spent in the write call.
+    pub busy: Duration,
+}
+
+/// What mode the controller is in (for [`Status`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// At the start rung, waiting for the first measurements.
+    Start,
+    /// Adapting the rung to the target.
+    Adapt,
+    /// No codec is fast enough: `compress_fraction` of the blocks are compressed, the rest
+    /// sent raw (0 = all raw).
+    Mix {
+        /// Fraction of blocks compressed, 0..1.
+        compress_fraction: f64,
+    },
+    /// The data has been incompressible: blocks go raw, with an occasional probe.
+    Probe,
+    /// `static` or `archive`: a fixed rung.
+    Fixed,
+}
+
+/// A snapshot of the controller for tracing and progress display.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Status {
+    /// The configured strategy.
+    pub strategy: Strategy,
+    /// The current rung (for blocks without hints). In mix mode, the rung of the compressed
+    /// blocks; [`CodecSpec::NONE`] when everything goes raw.
+    pub rung: CodecSpec,
+    /// The mode.
+    pub mode: Mode,
+    /// Target aggregate compression speed, raw bytes/s (None for archive and static, and
+    /// while the link is unknown).
+    pub target: Option<f64>,
+    /// Estimated aggregate compression speed of all threads at `rung`, raw bytes/s (None
+    /// before the first measurement).
+    pub speed: Option<f64>,
+    /// Estimated ratio at `rung` (None before the first measurement).
+    pub ratio: Option<f64>,
+    /// Link speed in use, bytes/s (None while `Link::Auto` has no sink measurement).
+    pub link: Option<f64>,
+    /// Smoothed CPU time / wall time of the workers: below 1 when they compete for cores.
+    pub cpu_share: Option<f64>,
+    /// Blocks decided so far.
+    pub blocks: u64,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mbs =
+            |v: Option<f64>| v.map_or_else(|| "?".to_owned(), |v| format!("{:.1} MB/s", v / 1e6));
+        write!(f, "{} {}", self.strategy, self.rung)?;
+        match self.mode {
+            Mode::Start => f.write_str(" (start)")?,
+            Mode::Mix { compress_fraction } => {
+                write!(f, " (mix {:.0} %)", compress_fraction * 100.0)?
+            }
+            Mode::Probe => f.write_str(" (probe)")?,
+            Mode::Adapt | Mode::Fixed => {}
+        }
+        write!(
+            f,
+            " target {} speed {} link {}",
+            mbs(self.target),
+            mbs(self.speed),
+            mbs(self.link)
+        )?;
+        if let Some(r) = self.ratio {
+            write!(f, " ratio {r:.2}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The adaptive state for one effective strategy (hints can switch a range to another one).
+#[derive(Clone, Debug)]
+struct Lane {
+    strategy: Strategy,
+    /// Ladder index >= 1: the rung in use, or in mix mode the rung of the compressed blocks.
+    rung: usize,
+    mixing: bool,
+    mix_acc: f64,
+    mix_fraction: f64,
+    /// First block decided at the current rung/mode: measurements of older blocks are stale
+    /// for this lane's move decisions.
+    since: u64,
+    /// Fresh measurements at the current rung.
+    fresh: u32,
+    /// Consecutive fresh measurements faster than target by more than the dead band.
+    streak: u32,
+    /// False until the link is known (Link::Auto): the lane holds its start rung.
+    started: bool,
+    /// The rung was tried although predicted slightly too slow (never measured before).
+    tentative: bool,
+}
+
+#[derive(Clone, Debug)]
+struct ProbeState {
+    interval: u64,
+    next_due: u64,
+    /// Probe rung used next (index into probe_rungs).
+    turn: usize,
+    /// The block whose result started probe mode.
+    entered_at: u64,
+}
+
+/// The controller. It owns no threads and does no I/O: the pipeline asks it for every block's
+/// decision ([`next_block`](Controller::next_block)) and tells it what happened
+/// ([`record_block`](Controller::record_block), [`record_sink`](Controller::record_sink)).
+#[derive(Clone, Debug)]
+pub struct Controller {
+    cfg: ControllerConfig,
+    threads: f64,
+    fixed_link: Option<f64>,
+    link: LinkEstimator,
+    model: Model,
+    lanes: Vec<Lane>,
+    probe: Option<ProbeState>,
+    incompressible_run: u32,
+    /// Compression attempts decided and not yet measured.
+    outstanding: u64,
+    last_attempt: Option<u64>,
+    seq: u64,
+    /// The model's clock: compression attempts decided. Blocks sent raw (hints, probe mode,
+    /// mixes) do not age what the model knows about the data that compresses.
+    clock: u64,
+    cpu_share: Option<f64>,
+}
+
+/// Prediction of the reference table when nothing has been measured: assume the machine is
+/// half as fast as the reference, because starting too slow costs time and starting too fast
+/// only costs a little ratio on the first blocks.
+const INITIAL_LEVEL: f64 = 0.5;
+
+/// How far below the target a rung that has never been measured may be predicted and still be
+/// tried, one rung at a time, when the current rung has headroom: the reference shape's
+/// typical error per step (the thesis' zstd levels deviate from a smooth curve by about this).
+const EXPLORE: f64 = 0.15;
+
+/// A mix compressing less than this fraction of blocks sends everything raw: below it the
+/// saving is under 0.2 % and not worth a decision per block.
+const MIN_MIX_FRACTION: f64 = 1.0 / 512.0;
+
+fn finite_in(x: f64, lo: f64, hi: f64, default: f64) -> f64 {
+    if x.is_finite() {
+        x.clamp(lo, hi)
+    } else {
+        default
+    }
+}
+
+impl Controller {
+    /// A controller for `cfg`. Out-of-range tunables are clamped to usable values, so this
+    /// never fails.
+    pub fn new(cfg: ControllerConfig) -> Controller {
+        let mut cfg = cfg;
+        let d = ControllerConfig::new(cfg.strategy, cfg.link, cfg.threads);
+        cfg.dead_band = finite_in(cfg.dead_band, 0.0, 10.0, d.dead_band);
+        cfg.alpha_slow = finite_in(cfg.alpha_slow, 0.01, 1.0, d.alpha_slow);
+        cfg.alpha_fast = finite_in(cfg.alpha_fast, 0.01, 1.0, d.alpha_fast);
+        cfg.alpha_rung = finite_in(cfg.alpha_rung, 0.01, 1.0, d.alpha_rung);
+        cfg.rung_memory = finite_in(cfg.rung_memory, 1.0, 1e12, d.rung_memory);
+        cfg.keep_threshold = finite_in(cfg.keep_threshold, 0.0, 1.0, d.keep_threshold);
+        cfg.probe_interval_min = cfg.probe_interval_min.max(1);
+        cfg.probe_interval_max = cfg.probe_interval_max.max(cfg.probe_interval_min);
+        cfg.block_size = cfg.block_size.max(1);
+        if let Strategy::Prolong(f) = cfg.strategy {
+            if !(f.is_finite() && f > 0.0) {
+                cfg.strategy = Strategy::Prolong(1.0);
+            }
+        }
+        let fixed_link = match cfg.link {
+            Link::Fixed(b) if b.is_finite() && b > 0.0 => Some(b),
+            _ => None,
+        };
+        let rates = Rates {
+            slow: cfg.alpha_slow,
+            fast: cfg.alpha_fast,
+            residual: cfg.alpha_rung,
+            ratio: cfg.alpha_rung,
+            halflife: cfg.rung_memory,
+        };
+        Controller {
+            threads: cfg.threads.max(1) as f64,
+            fixed_link,
+            link: LinkEstimator::new(cfg.link_memory_bytes as f64),
+            model: Model::new(&cfg.ladder, INITIAL_LEVEL, rates),
+            lanes: Vec::new(),
+            probe: None,
+            incompressible_run: 0,
+            outstanding: 0,
+            last_attempt: None,
+            seq: 0,
+            clock: 0,
+            cpu_share: None,
+            cfg,
+        }
+    }
+
+    /// Set the start rung (e.g. from a sampling predictor). It is held until the first
+    /// measurement arrives; once anything has been measured, this does nothing.
+    pub fn set_start(&mut self, rung: CodecSpec) {
+        if self.model.has_speed() {
+            return;
+        }
+        self.cfg.start = Some(rung);
+        let fresh: Vec<Lane> = self.lanes.iter().map(|l| self.new_lane(l.strategy)).collect();
+        self.lanes.clear();
+        for mut lane in fresh {
+            lane.rung = self.start_rung();
+            lane.mixing = rung == CodecSpec::NONE;
+            lane.mix_fraction = if lane.mixing { 0.0 } else { 1.0 };
+            self.lanes.push(lane);
+        }
+    }
+
+    /// The configuration in use (after clamping).
+    pub fn config(&self) -> &ControllerConfig {
+        &self.cfg
+    }
+
+    /// The ladder.
+    pub fn ladder(&self) -> &Ladder {
+        &self.cfg.ladder
+    }
+
+    /// Raw-store threshold: a compressed block is kept only if
+    /// `stored_len <= raw_len * keep_threshold()`. 0.97 by default: keep it if it saves at
+    /// least 3 % (see the crate docs).
+    pub fn keep_threshold(&self) -> f64 {
+        self.cfg.keep_threshold
+    }
+
+    /// The link speed in use: the fixed one, or the measured one (None before the first sink
+    /// measurement).
+    pub fn link(&self) -> Option<f64> {
+        self.fixed_link.or_else(|| self.link.get())
+    }
+
+    /// The decision for the next block. Call it for every block, in order.
+    pub fn next_block(&mut self, ctx: &BlockContext) -> Decision {
+        let seq = self.seq;
+        self.seq += 1;
+        let raw = |reason| Decision { codec: CodecSpec::NONE, filters: Filters::NONE, reason, seq };
+        if ctx.hints.contains(&Hint::NoCompress) {
+            return raw(Reason::HintNoCompress);
+        }
+        let filters = dtype_filters(ctx.hints);
+        let strategy = self.effective(ctx.hints);
+
+        if let Some(p) = &mut self.probe {
+            // One probe at a time; a measurement that never arrives (a pipeline that dropped
+            // it) must not stop probing for good, hence the second condition.
+            let quiet = self.outstanding == 0
+                || seq >= p.next_due.saturating_add(8 * self.cfg.probe_interval_max);
+            if quiet && seq >= p.next_due && !self.cfg.probe_rungs.is_empty() {
+                let codec = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
+                p.turn += 1;
+                // Until this probe's result is in, no other probe (outstanding > 0).
+                p.next_due = seq + p.interval;
+                self.attempt(seq);
+                return Decision { codec, filters, reason: Reason::Probe, seq };
+            }
+            return raw(Reason::Incompressible);
+        }
+
+        let (codec, reason) = match strategy {
+            Strategy::Static(c) => (c, Reason::Static),
+            Strategy::Archive => (
+                self.cfg.ladder.get(self.cfg.ladder.len() - 1).unwrap_or(CodecSpec::NONE),
+                Reason::Archive,
+            ),
+            _ => self.decide_adaptive(strategy, seq),
+        };
+        if codec == CodecSpec::NONE {
+            return raw(reason);
+        }
+        self.attempt(seq);
+        Decision { codec, filters, reason, seq }
+    }
+
+    /// What a worker measured for one block. Measurements may arrive out of order and several
+    /// blocks after the decision; any values are accepted (zero times, zero lengths).
+    pub fn record_block(&mut self, m: &BlockMeasurement) {
+        let d = m.decision;
+        if d.reason == Reason::HintNoCompress {
+            return;
+        }
+        let time = if !m.wall.is_zero() { m.wall } else { m.cpu };
+        let secs = time.as_secs_f64();
+        let speed = (m.raw_len > 0 && secs > 0.0).then(|| m.raw_len as f64 / secs);
+        if d.codec == CodecSpec::NONE {
+            if let Some(s) = speed {
+                self.model.observe_raw(s);
+            }
+            return;
+        }
+        self.outstanding = self.outstanding.saturating_sub(1);
+        if m.raw_len == 0 {
+            return;
+        }
+        if !m.wall.is_zero() {
+            let share = (m.cpu.as_secs_f64() / m.wall.as_secs_f64()).clamp(0.0, 1.0);
+            self.cpu_share = Some(self.cpu_share.map_or(share, |c| c + 0.2 * (share - c)));
+        }
+
+        let raw_len = m.raw_len as f64;
+        let stored =
+            if m.stored_raw { raw_len } else { (m.stored_len as f64).clamp(1.0, raw_len.max(1.0)) };
+        let compressible = !m.stored_raw && stored <= raw_len * self.cfg.keep_threshold;
+        let mut reset = false;
+        // Results of blocks decided before the one that started probe mode are older data:
+        // that they compressed says nothing about the data now.
+        let newer = self.probe.as_ref().is_none_or(|p| d.seq > p.entered_at);
+        if compressible && newer {
+            self.incompressible_run = 0;
+            if self.probe.take().is_some() {
+                // The data compresses again: the lanes resume where they were, and this sample
+                // replaces what the incompressible stretch taught the model.
+                reset = true;
+                for lane in &mut self.lanes {
+                    lane.since = self.seq;
+                    lane.fresh = 0;
+                    lane.streak = 0;
+                }
+            }
+        } else if !compressible {
+            self.incompressible_run = self.incompressible_run.saturating_add(1);
+            if let Some(p) = &mut self.probe {
+                if d.reason == Reason::Probe {
+                    p.interval = (p.interval * 2).min(self.cfg.probe_interval_max);
+                    p.next_due = d.seq.saturating_add(p.interval);
+                }
+            } else if self.cfg.probe_after > 0 && self.incompressible_run >= self.cfg.probe_after {
+                let interval = self.cfg.probe_interval_min;
+                let last = self.last_attempt.unwrap_or(d.seq);
+                self.probe = Some(ProbeState {
+                    interval,
+                    next_due: last.saturating_add(interval),
+                    turn: 0,
+                    entered_at: d.seq,
+                });
+            }
+        }
+
+        let rung = self.cfg.ladder.position(d.codec);
+        let weight = (raw_len / self.cfg.block_size as f64).min(1.0);
+        if compressible {
+            let sample =
+                Sample { spec: d.codec, rung, speed, ratio: raw_len / stored, weight, reset };
+            self.model.observe(&sample, self.clock);
+        } else if self.probe.is_none() {
+            // An incompressible block says how much of the data is incompressible (S1's
+            // effective ratio includes it), but nothing about how fast or how well a rung
+            // compresses the data that does compress: LZ4 and zstd skip incompressible input
+            // several times faster. So it moves the ratio level only; in probe mode, not even
+            // that (the first probe that compresses resets the level).
+            self.model.observe_incompressible(d.codec, weight);
+        }
+
+        // Move decisions count only fresh measurements: blocks decided at the lane's current
+        // rung after the lane moved there.
+        let (Some(rung), Some(link)) = (rung, self.link()) else { return };
+        let Some(speed) = speed else { return };
+        let threshold = 1.0 + self.cfg.dead_band;
+        let agg = speed * self.threads;
+        let ratio = self.model.ratio(rung, self.clock);
+        for lane in &mut self.lanes {
+            if lane.rung == rung && d.seq >= lane.since {
+                lane.fresh = lane.fresh.saturating_add(1);
+                let headroom = agg / target(lane.strategy, link, ratio);
+                lane.streak = if headroom > threshold { lane.streak.saturating_add(1) } else { 0 };
+            }
+        }
+    }
+
+    /// What the sink measured: bytes written and time spent writing them.
+    pub fn record_sink(&mut self, m: &SinkMeasurement) {
+        self.link.add(m.bytes, m.busy.as_secs_f64());
+    }
+
+    /// A snapshot for tracing and progress.
+    pub fn status(&self) -> Status {
+        let strategy = self.cfg.strategy;
+        let link = self.link();
+        let mut status = Status {
+            strategy,
+            rung: CodecSpec::NONE,
+            mode: Mode::Fixed,
+            target: None,
+            speed: None,
+            ratio: None,
+            link,
+            cpu_share: self.cpu_share,
+            blocks: self.seq,
+        };
+        let rung = match strategy {
+            Strategy::Static(c) => self.cfg.ladder.position(c).ok_or(c),
+            Strategy::Archive => Ok(self.cfg.ladder.len() - 1),
+            _ => {
+                let lane = self.lanes.first().cloned().unwrap_or_else(|| self.new_lane(strategy));
+                status.mode = if !lane.started || !self.model.has_speed() {
+                    Mode::Start
+                } else if lane.mixing {
+                    Mode::Mix { compress_fraction: lane.mix_fraction }
+                } else {
+                    Mode::Adapt
+                };
+                if let Some(l) = link {
+                    status.target =
+                        Some(target(strategy, l, self.model.ratio(lane.rung, self.clock)));
+                }
+                Ok(lane.rung)
+            }
+        };
+        match rung {
+            Ok(i) => {
+                status.rung = self.cfg.ladder.get(i).unwrap_or(CodecSpec::NONE);
+                if self.model.has_speed() {
+                    status.speed = Some(self.threads * self.model.speed(i, self.clock));
+                }
+                if self.model.has_ratio() {
+                    status.ratio = Some(self.model.ratio(i, self.clock));
+                }
+            }
+            Err(c) => status.rung = c,
+        }
+        if matches!(status.mode, Mode::Mix { compress_fraction } if compress_fraction <= 0.0) {
+            status.rung = CodecSpec::NONE;
+        }
+        if self.probe.is_some() {
+            status.mode = Mode::Probe;
+        }
+        status
+    }
+
+    fn attempt(&mut self, seq: u64) {
+        self.clock += 1;
+        self.outstanding += 1;
+        self.last_attempt = Some(seq);
+    }
+
+    /// The strategy for a block, after its hints: `hot` makes every strategy but `static`
+    /// throughput; `write-once` makes throughput keep-pace (the other strategies already
+    /// favour ratio at least as much). `hot` wins over `write-once`.
+    fn effective(&self, hints: &[Hint]) -> Strategy {
+        let s = self.cfg.strategy;
+        if matches!(s, Strategy::Static(_)) {
+            return s;
+        }
+        if hints.contains(&Hint::Hot) {
+            return Strategy::Throughput;
+        }
+        if hints.contains(&Hint::WriteOnce) && s == Strategy::Throughput {
+            return Strategy::KeepPace;
+        }
+        s
+    }
+
+    fn start_rung(&self) -> usize {
+        let ladder = &self.cfg.ladder;
+        match self.cfg.start {
+            Some(s) => ladder.nearest(s),
+            None => {
+                let z1 = CodecSpec::new(CodecId::Zstd, 1).expect("zstd:1 is valid");
+                ladder.position(z1).unwrap_or_else(|| ladder.nearest(z1))
+            }
+        }
+    }
+
+    fn new_lane(&self, strategy: Strategy) -> Lane {
+        let mut lane = Lane {
+            strategy,
+            rung: self.start_rung(),
+            mixing: false,
+            mix_acc: 0.0,
+            mix_fraction: 1.0,
+            since: self.seq,
+            fresh: 0,
+            streak: 0,
+            started: false,
+            tentative: false,
+        };
+        // A lane for a hint's strategy starts where the configured lane is: same data.
+        if let Some(base) = self.lanes.first() {
+            lane.rung = base.rung;
+        }
+        if self.cfg.start == Some(CodecSpec::NONE) {
+            lane.mixing = true;
+            lane.mix_fraction = 0.0;
+        }
+        lane
+    }
+
+    fn headroom(&self, strategy: Strategy, link: f64, rung: usize) -> f64 {
+        let now = self.clock;
+        let speed = self.threads * self.model.speed(rung, now);
+        speed / target(strategy, link, self.model.ratio(rung, now))
+    }
+
+    /// The predicted headroom a rung needs to be tried: 1, or `1 - EXPLORE` for a rung that
+    /// has never been measured.
+    fn min_headroom(&self, rung: usize) -> f64 {
+        if self.model.confidence(rung, self.clock) > 0.0 {
+            1.0
+        } else {
+            1.0 - EXPLORE
+        }
+    }
+
+    /// Walking down the ladder from `from`, the last rung of the unbroken run of rungs whose
+    /// predicted headroom is at least `min`.
+    fn last_ok_from(&self, strategy: Strategy, link: f64, from: usize, min: f64) -> Option<usize> {
+        let mut last = None;
+        for r in from.max(1)..self.cfg.ladder.len() {
+            if self.headroom(strategy, link, r) >= min {
+                last = Some(r);
+            } else {
+                break;
+            }
+        }
+        last
+    }
+
+    /// The rung of the compressed blocks of a mix: the one that saves the most bytes per
+    /// second of compression, `speed * (1 - 1/ratio)`.
+    fn best_saver(&self) -> (usize, f64) {
+        let now = self.clock;
+        let mut best = (1, f64::MIN);
+        for r in 1..self.cfg.ladder.len() {
+            let rate = self.model.speed(r, now) * (1.0 - 1.0 / self.model.ratio(r, now));
+            if rate > best.1 {
+                best = (r, rate);
+            }
+        }
+        best
+    }
+
+    /// The fraction of blocks to compress at rung `m` when `m` is slower than the target.
+    ///
+    /// Per raw byte, with `S` the aggregate compression speed, `R` the aggregate speed of
+    /// storing raw, `f` the ratio, `L` the link, and a fraction `p` compressed:
+    /// CPU time `p/S + (1-p)/R`, link time `(1 - p(1 - 1/f)) / L`.
+    /// * S1 makes both equal (both stages busy): `p = (1/L - 1/R) / (1/S - 1/R + (1-1/f)/L)`;
+    ///   throughput is then `L + S(1 - 1/f)` for `R = inf`: always more than raw's `L`.
+    /// * S2/S3 spend exactly the target's time on CPU: `p = (1/T - 1/R) / (1/S - 1/R)`.
+    fn mix_fraction(&self, strategy: Strategy, link: f64, m: usize) -> f64 {
+        let now = self.clock;
+        let s = self.threads * self.model.speed(m, now);
+        let r = self.threads * self.model.raw_speed().unwrap_or(f64::INFINITY);
+        let f = self.model.ratio(m, now);
+        let (num, den) = match strategy {
+            Strategy::Throughput => {
+                (1.0 / link - 1.0 / r, 1.0 / s - 1.0 / r + (1.0 - 1.0 / f) / link)
+            }
+            _ => {
+                let t = target(strategy, link, f);
+                (1.0 / t - 1.0 / r, 1.0 / s - 1.0 / r)
+            }
+        };
+        let p = if den > 0.0 { num / den } else { 1.0 };
+        if p.is_finite() && p >= MIN_MIX_FRACTION {
+            p.min(1.0)
+        } else {
+            0.0
+        }
+    }
+
+    fn lane_index(&mut self, strategy: Strategy) -> usize {
+        if self.lanes.is_empty() {
+            // Lane 0 is always the configured strategy's, so status() can report it.
+            let base = self.new_lane(self.cfg.strategy);
+            self.lanes.push(base);
+        }
+        if let Some(i) = self.lanes.iter().position(|l| l.strategy == strategy) {
+            return i;
+        }
+        let lane = self.new_lane(strategy);
+        self.lanes.push(lane);
+        self.lanes.len() - 1
+    }
+
+    fn decide_adaptive(&mut self, strategy: Strategy, seq: u64) -> (CodecSpec, Reason) {
+        let i = self.lane_index(strategy);
+        let spec = |c: &Controller, r: usize| c.cfg.ladder.get(r).unwrap_or(CodecSpec::NONE);
+        let Some(link) = self.link() else {
+            let lane = &self.lanes[i];
+            return if lane.mixing {
+                (CodecSpec::NONE, Reason::Start)
+            } else {
+                (spec(self, lane.rung), Reason::Start)
+            };
+        };
+        let n = self.cfg.ladder.len();
+        let threshold = 1.0 + self.cfg.dead_band;
+        let mut lane = self.lanes[i].clone();
+        let mut reason = Reason::Hold;
+        let moved = |lane: &mut Lane, rung: usize, mixing: bool| {
+            lane.rung = rung;
+            lane.mixing = mixing;
+            lane.tentative = false;
+            lane.since = seq;
+            lane.fresh = 0;
+            lane.streak = 0;
+        };
+
+        if !lane.started {
+            lane.started = true;
+            if self.cfg.start.is_none() && self.fixed_link.is_some() && !self.model.has_speed() {
+                // Aim the first rung with the (pessimistic) reference table.
+                match self.last_ok_from(strategy, link, 1, 1.0) {
+                    Some(r) => moved(&mut lane, r, false),
+                    None => {
+                        let m = self.best_saver().0;
+                        moved(&mut lane, m, true);
+                    }
+                }
+            }
+        }
+        if self.cfg.start.is_some() && !self.model.has_speed() {
+            // A start given from outside (a user, a sampling predictor) is a better guess than
+            // the reference table: hold it until something has been measured.
+            self.lanes[i] = lane;
+            let l = &self.lanes[i];
+            return if l.mixing {
+                (CodecSpec::NONE, Reason::Start)
+            } else {
+                (spec(self, l.rung), Reason::Start)
+            };
+        }
+        if !self.model.has_speed() {
+            reason = Reason::Start;
+        }
+
+        if lane.mixing {
+            let any_ok = self.last_ok_from(strategy, link, 1, threshold);
+            // Leaving the mix spends more effort: only on fresh measurements of the mix rung,
+            // unless nothing is compressed to measure (all raw) or nothing was ever measured.
+            let confirmed = lane.fresh >= self.cfg.confirm
+                || lane.mix_fraction <= 0.0
+                || !self.model.has_speed();
+            if let (Some(r), true) = (any_ok, confirmed) {
+                moved(&mut lane, r, false);
+                reason = Reason::Headroom;
+            } else {
+                let (best, rate) = self.best_saver();
+                let cur_rate = self.model.speed(lane.rung, self.clock)
+                    * (1.0 - 1.0 / self.model.ratio(lane.rung, self.clock));
+                if best != lane.rung && rate > 1.1 * cur_rate {
+                    moved(&mut lane, best, true);
+                }
+            }
+        } else {
+            let cur = lane.rung;
+            let h = self.headroom(strategy, link, cur);
+            // Until the first fresh measurement of a rung tried on the shape's word (predicted
+            // a little short of the target), the prediction that made it worth trying is not
+            // evidence against it.
+            let floor = if lane.tentative && lane.fresh == 0 { 1.0 - EXPLORE } else { 1.0 };
+            if h < floor {
+                match (1..cur).rev().find(|&r| self.headroom(strategy, link, r) >= 1.0) {
+                    Some(r) => moved(&mut lane, r, false),
+                    None => {
+                        let m = self.best_saver().0;
+                        moved(&mut lane, m, true);
+                    }
+                }
+                reason = Reason::TooSlow;
+            } else if h >= threshold && lane.streak >= self.cfg.confirm {
+                // Spend more effort conservatively: at least to the next rung predicted to
+                // meet the target, at most half the remaining distance (log scale).
+                // Never past a rung predicted too slow: the ladder is walked in order, so a
+                // codec's slow end leads into the next codec's fast end.
+                let need = h.sqrt();
+                // The next rung is tried if predicted within the shape's uncertainty of the
+                // target, as long as that prediction rests on the shape rather than on
+                // measurements of that rung: otherwise a reference shape that is wrong by a few
+                // percent would stop the climb one rung short for good.
+                let next_ok = |r: usize| self.headroom(strategy, link, r) >= self.min_headroom(r);
+                let first_ok = (cur + 1 < n && next_ok(cur + 1)).then_some(cur + 1);
+                let half = self.last_ok_from(strategy, link, cur + 1, need);
+                if let Some(r) = first_ok.max(half) {
+                    moved(&mut lane, r, false);
+                    lane.tentative = self.headroom(strategy, link, r) < 1.0;
+                    reason = Reason::Headroom;
+                }
+            }
+        }
+
+        let out = if lane.mixing {
+            let p = self.mix_fraction(strategy, link, lane.rung);
+            lane.mix_fraction = p;
+            lane.mix_acc += p;
+            if lane.mix_acc >= 1.0 - 1e-9 {
+                lane.mix_acc -= 1.0;
+                (
+                    spec(self, lane.rung),
+                    if reason == Reason::Hold { Reason::MixCompress } else { reason },
+                )
+            } else {
+                (CodecSpec::NONE, Reason::MixRaw)
+            }
+        } else {
+            (spec(self, lane.rung), reason)
+        };
+        self.lanes[i] = lane;
+        out
+    }
+}
+
+/// Target aggregate compression speed (raw bytes/s) for a strategy at a link speed and ratio.
+fn target(strategy: Strategy, link: f64, ratio: f64) -> f64 {
+    match strategy {
+        Strategy::Throughput => link * ratio.max(1.0),
+        Strategy::Prolong(f) if f.is_finite() && f > 0.0 => link / f,
+        Strategy::KeepPace | Strategy::Prolong(_) => link,
+        // No speed target: any speed is enough.
+        _ => 0.0,
+    }
+}
+
+/// `shuffle:<size>` for the first `dtype` hint with elements wider than a byte.
+fn dtype_filters(hints: &[Hint]) -> Filters {
+    for h in hints {
+        if let Hint::Dtype(d) = h {
+            if d.size() > 1 {
+                if let Ok(f) = FilterSpec::shuffle(d.size()).and_then(|s| Filters::new(&[s])) {
+                    return f;
+                }
+            }
+        }
+    }
+    Filters::NONE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(
+        strategy: Strategy,
+        link: f64,
+        threads: usize,
+        per_thread: f64,
+        ratio: f64,
+    ) -> Controller {
+        let mut ctl = Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), threads));
+        let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+        let d = ctl.next_block(&ctx);
+        let raw = 1u64 << 20;
+        let t = Duration::from_secs_f64(raw as f64 / per_thread);
+        ctl.record_block(&BlockMeasurement {
+            decision: Decision { codec: "lz4:50".parse().unwrap(), ..d },
+            raw_len: raw,
+            stored_len: (raw as f64 / ratio) as u64,
+            stored_raw: false,
+            wall: t,
+            cpu: t,
+        });
+        ctl
+    }
+
+    #[test]
+    fn s1_mix_fraction_keeps_cpu_and_link_equally_busy() {
+        let (link, threads, s, f) = (6000e6, 2, 1500e6, 1.5);
+        let ctl = measured(Strategy::Throughput, link, threads, s, f);
+        let p = ctl.mix_fraction(Strategy::Throughput, link, 1);
+        // What the controller measured (the durations are rounded to nanoseconds).
+        let agg = ctl.model.speed(1, ctl.clock) * threads as f64;
+        assert!((agg / (s * threads as f64) - 1.0).abs() < 1e-5);
+        let f = ctl.model.ratio(1, ctl.clock);
+        let cpu = p / agg;
+        let wire = (1.0 - p * (1.0 - 1.0 / f)) / link;
+        assert!((cpu / wire - 1.0).abs() < 1e-9, "p {p}: cpu {cpu} link {wire}");
+        // The throughput of the mix is L + S(1 - 1/f): more than raw.
+        assert!((1.0 / cpu) / (link + agg * (1.0 - 1.0 / f)) - 1.0 < 1e-9);
+    }
+
+    #[test]
+    fn s2_mix_fraction_spends_the_targets_time() {
+        let (link, threads, s) = (6000e6, 2, 1500e6);
+        let ctl = measured(Strategy::KeepPace, link, threads, s, 1.5);
+        let p = ctl.mix_fraction(Strategy::KeepPace, link, 1);
+        assert!((p - 2.0 * s / link).abs() < 1e-5, "{p}");
+        let ctl = measured(Strategy::Prolong(2.0), link, threads, s, 1.5);
+        let p = ctl.mix_fraction(Strategy::Prolong(2.0), link, 1);
+        assert!((p - 2.0 * s / (link / 2.0)).abs() < 1e-5, "{p}");
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(target(Strategy::Throughput, 100.0, 3.0), 300.0);
+        assert_eq!(target(Strategy::KeepPace, 100.0, 3.0), 100.0);
+        assert_eq!(target(Strategy::Prolong(1.25), 100.0, 3.0), 80.0);
+        assert_eq!(target(Strategy::Archive, 100.0, 3.0), 0.0);
+    }
+
+    #[test]
+    fn defaults() {
+        let ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Auto, 0));
+        assert_eq!(ctl.keep_threshold(), 0.97);
+        assert_eq!(ctl.link(), None);
+        assert_eq!(ctl.status().mode, Mode::Start);
+        // Nonsense tunables are clamped, not trusted.
+        let mut cfg = ControllerConfig::new(Strategy::Prolong(f64::NAN), Link::Fixed(-1.0), 4);
+        cfg.keep_threshold = 7.0;
+        cfg.dead_band = f64::NAN;
+        let ctl = Controller::new(cfg);
+        assert_eq!(ctl.keep_threshold(), 1.0);
+        assert_eq!(ctl.config().dead_band, 0.10);
+        assert_eq!(ctl.config().strategy, Strategy::Prolong(1.0));
+        assert_eq!(ctl.link(), None);
+    }
+}

@@ -1,0 +1,275 @@
+//! The adz controller: told what compression achieved, asked what to do with the next block.
+//!
+//! Between blocks the controller moves along a [`Ladder`] of codec settings, from raw at the
+//! top through LZ4, zstd and xz, so that compression keeps the link to storage exactly full
+//! (or, depending on the [`Strategy`], as full as the strategy wants). Like Blosc2's tuner
+//! plug-in (`next_cparams` / `update`), it owns no threads and does no I/O: the pipeline asks
+//! [`Controller::next_block`] for every block, in order, and reports what happened with
+//! [`Controller::record_block`] (from a worker) and [`Controller::record_sink`] (from the
+//! writer). That makes it testable with made-up measurements, and [`sim`] is a deterministic
+//! simulator of the pipeline that does exactly that.
+//!
+//! ```
+//! use std::time::Duration;
+//! use adz_control::{BlockContext, BlockMeasurement, Controller, ControllerConfig, Link,
+//!                   Reason, SinkMeasurement, Strategy};
+//!
+//! // Keep pace with a 117 MB/s link (1GbE) using 4 worker threads.
+//! let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(117e6), 4));
+//! let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+//! let first = ctl.next_block(&ctx);
+//! assert_eq!(first.reason, Reason::Start);
+//!
+//! // A worker reports: 1 MiB took 50 ms (21 MB/s per thread, 84 MB/s for 4 threads: slower
+//! // than the link) and came out at a third of its size.
+//! ctl.record_block(&BlockMeasurement {
+//!     decision: first,
+//!     raw_len: 1 << 20,
+//!     stored_len: 350_000,
+//!     stored_raw: false,
+//!     wall: Duration::from_millis(50),
+//!     cpu: Duration::from_millis(50),
+//! });
+//! ctl.record_sink(&SinkMeasurement { bytes: 350_048, busy: Duration::from_millis(3) });
+//!
+//! // Too slow: the next block gets a faster setting at once.
+//! let next = ctl.next_block(&BlockContext { raw_offset: 1 << 20, ..ctx });
+//! assert_eq!(next.reason, Reason::TooSlow);
+//! let ladder = ctl.ladder();
+//! assert!(ladder.position(next.codec) < ladder.position(first.codec));
+//! println!("{}", ctl.status()); // "keep-pace zstd:.. target 117.0 MB/s speed .. MB/s ..."
+//! ```
+//!
+//! # How the controller works
+//!
+//! ## Measurements
+//!
+//! * **Per block** ([`BlockMeasurement`]): raw and stored size, wall and CPU time of the
+//!   worker. A block's *per-thread speed* is `raw_len / wall` (CPU time if the wall time is
+//!   zero). Wall time, not CPU time, because it is what the pipeline gets: a worker that
+//!   competes with the application for a core takes longer in wall time than in CPU time, and
+//!   the smoothed CPU/wall ratio is reported as [`Status::cpu_share`] so that tracing shows it.
+//!   Blocks shorter than the nominal block size weigh proportionally less.
+//! * **Aggregate speed**: `threads x per-thread speed`. Each block is timed while the other
+//!   workers run, so memory-bandwidth contention between them (the thesis measured 10x, not
+//!   12x, on 12 cores) is already in the per-thread speed; idle time of a worker (waiting for
+//!   a free buffer because the link is the bottleneck) is not in it, so the aggregate is the
+//!   *capacity* of the compressors, which is what is compared with the target.
+//! * **Per frame at the sink** ([`SinkMeasurement`]): bytes and the time the sink was busy
+//!   writing them. Time the sink spends waiting for frames (compression too slow) is not
+//!   busy time, so the estimate is the link's speed, not the pipeline's.
+//!
+//! ## The model: a reference shape, a level, and per-rung corrections
+//!
+//! A table of typical single-thread speed and ratio per codec setting ([`reference()`]) gives
+//! the *shape* of the ladder. Everything measured is expressed relative to it (log scale):
+//! a global *level* (this data on this machine is, say, 0.6x the reference speed) and a
+//! per-rung *correction* (zstd:9 is 0.8x what the shape predicts here). The prediction for a
+//! rung is `reference x level x correction`. A rung's correction is its own once it has been
+//! measured; a rung never measured borrows the corrections of the nearest measured rungs on
+//! either side (linear interpolation), because the shape's error is locally smooth: the rung
+//! next to the current one is predicted from the current one's measurement and the shape's
+//! step between them. This is the per-rung memory: a jump is aimed at the rung *predicted* to
+//! meet the target, not made blind.
+//!
+//! The level follows measurements asymmetrically: a measurement slower than the estimate
+//! weighs 0.7, a faster one 0.15 (an EWMA in log space each way). Slow news is acted on at
+//! once; fast news must repeat before it counts. Ratios are modelled the same way on the
+//! ln(ratio) scale ("bits saved"), so that incompressible data is a level near zero, not a
+//! ratio below 1. Data that gets easier or harder moves every rung together through the
+//! level, which needs no forgetting; what one rung did relative to the others fades into its
+//! neighbours' value with a half-life of 4096 compressed blocks, for data whose shape changes.
+//! The model's clock counts compression attempts, so blocks sent raw (hints, probe mode,
+//! mixes) do not age it.
+//!
+//! **Measurement lag.** With N workers, blocks k+1..k+N are decided before block k's
+//! measurement arrives, and after a move the measurements of the old rung keep arriving for
+//! about N blocks. Normalised by their rung's shape they are not stale, only late: they update
+//! the level and their own rung's correction, which is why they never cause a second, blind
+//! move. What they do *not* do is count toward moving again: a lane counts only *fresh*
+//! measurements, of blocks it decided at its current rung after it moved there
+//! ([`Decision::seq`] tells them apart).
+//!
+//! ## Targets
+//!
+//! The target is the aggregate compression speed (raw bytes/s) the strategy wants, with `L` the
+//! link speed and `f(r)` the predicted ratio of rung `r`:
+//!
+//! | strategy | target of rung r | chosen rung |
+//! |---|---|---|
+//! | S1 `throughput` | `L x f(r)`: the effective link speed | the last rung whose speed >= `L f(r)`, i.e. whose *compressed output* keeps the link full |
+//! | S2 `keep-pace` | `L` | the last rung at least as fast as the link |
+//! | S3 `prolong=F` | `L / F` | the last rung at least as fast as `L/F` |
+//! | `archive` | none | the last rung (xz:9), probe mode for incompressible data |
+//! | `static=C:L` | none | `C:L`, probe mode for incompressible data |
+//!
+//! "Last" is in ladder order, which is the order of preference (more effort, better ratio),
+//! and the walk along it never passes a rung predicted too slow. On a ladder that is not
+//! monotone in speed (xz:0 is faster than zstd:19 on most inputs) the controller therefore
+//! stops before the slow zstd levels rather than jump over them to xz on the reference
+//! table's word; it gets to xz only when the target is below what zstd:22 does.
+//!
+//! ## Moving along the ladder: asymmetric, aimed, with a dead band
+//!
+//! With `h = predicted aggregate speed / target` at the current rung (the *headroom*):
+//!
+//! * **Too slow (`h < 1`): move at once.** The next block goes to the last rung above the
+//!   current one whose prediction meets the target. Because the prediction scales with the
+//!   measured level, the size of the jump is proportional to `log(target / measured)` divided
+//!   by the ladder's log-speed step per rung: the thesis' listing 4.2
+//!   (`level += difference / divisor`) on a log scale, with the divisor read off the reference
+//!   shape instead of tuned by hand. At a codec's fast end the search simply continues into the
+//!   next codec up (xz -> zstd -> LZ4), and beyond LZ4's fastest setting into the raw mix.
+//! * **Too fast (`h >= 1.1`, the 10 % dead band): move conservatively**, and only after 3
+//!   consecutive fresh measurements of the current rung all show that headroom. The move goes
+//!   at least to the next rung if it is predicted to meet the target, and at most to the last
+//!   rung of the unbroken run predicted to keep `sqrt(h)` of headroom: half the remaining
+//!   distance on a log scale, never past a rung predicted too slow. So a start far too fast
+//!   converges geometrically (a headroom of 100x takes about 6 moves), and a wrong prediction
+//!   overshoots by at most half the distance it was aiming at. At a codec's slow end the walk
+//!   continues into the next codec down (LZ4 -> zstd -> xz). A next rung that has *never*
+//!   been measured is also tried if predicted within 15 % of the target: the reference shape
+//!   is typically that far off per step on real data, and without this the climb would stop
+//!   one rung short for good whenever the shape is pessimistic. If it turns out too slow, its
+//!   measurement is remembered and it is not tried again until the data gets easier.
+//! * **Otherwise hold.** Between `1` and `1.1` no move is made: that is the hysteresis that
+//!   stops the controller from oscillating around the target. The thesis found oscillation
+//!   costly because every undercut slows the write and cannot be made up by overshooting
+//!   ("Decision Thresholds"), hence the asymmetry: undercutting is corrected on the first
+//!   slow measurement, spending more effort waits for confirmation.
+//!
+//! ## Fast links: the raw rung and the raw/compressed mix
+//!
+//! When no codec rung meets the target (even the fastest LZ4 is slower than `L f` in S1, or
+//! slower than `L` or `L/F` in S2/S3), compressing every block would slow the write down. The
+//! controller then sends a fraction `p` of the blocks compressed and the rest raw, spread evenly
+//! (an error-diffusion accumulator, deterministic). With per raw byte `S` the aggregate
+//! compression speed of the mix rung, `R` the aggregate speed of storing raw (measured from raw
+//! blocks, infinite until measured), `f` its ratio:
+//!
+//! * CPU time `p/S + (1-p)/R`; link time `(1 - p (1 - 1/f)) / L`.
+//! * S1 makes the two equal, so both stages are busy:
+//!   `p = (1/L - 1/R) / (1/S - 1/R + (1 - 1/f)/L)`, and for `R -> inf` the throughput is
+//!   `L + S (1 - 1/f)`: always more than raw's `L`, by the bytes per second the compressors save.
+//! * S2 and S3 spend exactly the target's time on compression: `p = (1/T - 1/R) / (1/S - 1/R)`.
+//!
+//! The mix rung is the one that saves the most bytes per second, `S (1 - 1/f)` (usually the
+//! fastest LZ4). `p` below 1/512 sends everything raw. Leaving the mix for full compression
+//! is spending more effort, so it needs the same confirmation and dead band as any move down
+//! the ladder. (Mixing two codec rungs, as the thesis' oscillation between LZ4 1 and zstd 1
+//! did by accident, would fill the gaps between rungs too; it is not done.)
+//!
+//! The fluid formula assumes the ordered writer always has a finished frame to send. A
+//! compressed block takes longer than a raw one, and frames leave in order, so while it is
+//! being compressed the link lives on the finished frames queued before it: the pipeline
+//! needs about `threads + (compression time of one block) x L / block size` buffers. In the
+//! simulator at 6000 MB/s with 2 threads (LZ4 at 1.8 GB/s per thread, 3 link-block-times per
+//! compressed block), 8 buffers give S1 6800 MB/s against raw's 6000 (the formula says 6790);
+//! the thesis' minimum of 2 x threads = 4 buffers gives 6040: still not slower than raw, but
+//! most of the gain is lost to the writer waiting.
+//!
+//! ## The link: given or measured
+//!
+//! [`Link::Fixed`] is used as given. With [`Link::Auto`] the link speed is
+//! `sum(bytes) / sum(busy)` over the sink measurements, with sums fading by half every 32 MiB
+//! written, so that a large write weighs more than a small one and the estimate follows a link
+//! that changes speed within a few tens of MiB. Until the first sink measurement the lanes hold
+//! the start rung (zstd:1 unless [`ControllerConfig::start`] says otherwise, e.g. from a
+//! sampling predictor via [`Controller::set_start`]). zstd:1 because the thesis started there
+//! on Ethernet links and because on two or more cores it outruns most single-stream sinks
+//! while saving far more than LZ4. With a fixed link and no start given, the first rung is
+//! aimed from the reference table assuming the machine is half as fast as the reference
+//! (starting too slow costs time, starting too fast only some ratio on the first blocks).
+//!
+//! ## Incompressible data: keep threshold and probe mode
+//!
+//! A compressed block is kept only if `stored <= raw x 0.97`
+//! ([`Controller::keep_threshold`]), i.e. it saves at least 3 %; otherwise the writer stores
+//! it raw. ZFS demands 12.5 % because it allocates whole sectors, so a smaller saving often
+//! frees nothing; adz packs frames byte by byte, so any saving is real, and the threshold only
+//! has to separate "incompressible" from "poorly compressible": already compressed or
+//! encrypted data comes back from LZ4 and zstd at 98-101 % of its size, while poorly
+//! compressible data (the thesis' matrix.bin: zstd 1-4 save 7-9 %) is kept. A kept block
+//! costs a decode on every read, so one that saves almost nothing is better stored raw.
+//!
+//! One block that comes back stored raw switches to **probe mode** (cheap to leave: any
+//! compressible result of a *later* block that is still in flight switches back at once;
+//! results of blocks decided before the incompressible one are older data and do not count).
+//! Incompressible results never enter the speed model (LZ4 and zstd skip incompressible input
+//! several times faster than they compress, which would make every rung look fast) and move
+//! only the ratio level, which S1's effective ratio needs. In probe mode blocks go
+//! raw without an attempt, except one probe at a time, alternately with LZ4 acceleration 1 and
+//! zstd:1, the cheap tests ZFS uses before zstd (LZ4 skips incompressible input at several GB/s
+//! per core; zstd:1 also catches data only an entropy coder shrinks, like float arrays). The
+//! probe interval starts at 4 blocks and doubles after every failed probe up to 10 blocks. The
+//! cap is the promise: compressible data after an incompressible stretch is compressed again
+//! within 10 blocks (the probe block itself is compressed), at a cost of one cheap attempt per
+//! 10 blocks. When a probe compresses, the strategies resume the rung they were at, and the
+//! model takes the probe's measurement as the new level.
+//!
+//! ## Hints
+//!
+//! [`BlockContext::hints`] are the hints covering a block (the pipeline cuts blocks at hint
+//! borders). `no-compress`: raw, no attempt, and the block is invisible to the controller (its
+//! measurement is ignored, it starts no probe mode). `dtype=T`: the shuffle filter with
+//! element size `T.size()` (none for 1-byte types). `hot`: the block is decided as throughput
+//! (S1), whatever the configured strategy except `static`. `write-once`: a throughput (S1)
+//! configuration is decided as keep-pace (S2) for the block; the other strategies already
+//! favour ratio at least as much. Each effective strategy has its own *lane* (its own rung and
+//! move state) sharing one model, so a hinted range and the rest of the file do not drag each
+//! other's rung around.
+//!
+//! ## What the simulator shows
+//!
+//! `tests/controller.rs` runs the controller in [`sim`] (8 workers unless said otherwise,
+//! 1 MiB blocks, data whose speeds follow the reference table x 0.8 with a ±10 % wiggle per
+//! rung, so that the controller's shape is not the truth):
+//!
+//! | strategy | 117 MB/s | 1200 MB/s | 6000 MB/s |
+//! |---|---|---|---|
+//! | S1 throughput | zstd:7 | zstd:-1 | lz4:18 |
+//! | S2 keep-pace | zstd:14 | zstd:2 | lz4:3 |
+//! | S3 prolong=1.5 | zstd:16 | zstd:3 | zstd:-4 |
+//!
+//! Each is the last rung at least as fast as the target, reached from lz4:50 and from xz:9
+//! within 8-80 blocks, with no too-slow block afterwards. After the data turns 3.3x slower,
+//! the too-slow rung is left N blocks later (as soon as the first slow measurement is in).
+//! With 2 workers at 6000 MB/s no codec keeps up and S1 mixes 40 % LZ4 blocks with raw
+//! ones. 100 incompressible blocks cost 12 attempts; compressible data after them is
+//! compressed again within 3-4 blocks and the previous rung resumes 8 blocks later.
+//!
+//! ## Defaults and why
+//!
+//! | tunable | default | why |
+//! |---|---|---|
+//! | `dead_band` | 0.10 | adjacent rungs differ by 8-15 % in speed; a smaller band moves into rungs that are too slow on the next noisy block |
+//! | `confirm` | 3 | three fresh blocks in a row: one block can be an outlier, and with N workers in flight a move costs N blocks to undo |
+//! | `alpha_slow` / `alpha_fast` | 0.7 / 0.15 | act on slowness at once, on speed only when it repeats (the thesis' "decision thresholds") |
+//! | `alpha_rung` | 0.3 | per-rung corrections and the ratio level average over ~3 blocks |
+//! | `rung_memory` | 4096 attempts | easier or harder data moves every rung through the level; only a change of *shape* needs forgetting, and forgetting sooner makes the controller retry a rung it measured too slow every few dozen blocks (in the simulator with 256: 8 too-slow blocks in every 64) |
+//! | `keep_threshold` | 0.97 | see above |
+//! | `probe_after` | 1 | leaving probe mode is cheap (next compressible result), entering late costs a full attempt per block |
+//! | `probe_interval_min` / `_max` | 4 / 10 blocks | about the measurement lag at first; the cap bounds the blocks missed after an incompressible stretch |
+//! | `probe_rungs` | lz4:1, zstd:1 | the cheap tests ZFS uses |
+//! | `link_memory_bytes` | 32 MiB | a fraction of a second at 1GbE, a few ms at 10GbE: follows a changing link, averages a jittery one |
+//! | `start` | zstd:1 (auto link) / aimed (fixed link) | see above |
+//! | `block_size` | 1 MiB | the pipeline's default block; weights shorter blocks |
+
+mod controller;
+mod error;
+mod hint;
+mod ladder;
+mod model;
+pub mod sim;
+mod strategy;
+
+pub use adz_format::{CodecSpec, FilterSpec, Filters};
+
+pub use crate::controller::{
+    BlockContext, BlockMeasurement, Controller, ControllerConfig, Decision, Mode, Reason,
+    SinkMeasurement, Status,
+};
+pub use crate::error::{Error, Result};
+pub use crate::hint::{Dtype, Hint};
+pub use crate::ladder::{reference, Ladder, Reference};
+pub use crate::strategy::{Link, Strategy};

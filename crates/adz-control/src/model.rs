@@ -1,0 +1,308 @@
+//! What the controller has learnt: a speed and ratio model over the ladder, and the link speed.
+//!
+//! Both speed and ratio are a *reference shape* ([`crate::reference`]) times a global *level*
+//! (how this data on this machine compares with the reference) times a per-rung *residual*
+//! (how this rung deviates from the shape). Any measurement, of any rung, updates the level;
+//! it also updates its own rung's residual. So a measurement of a rung the controller has
+//! already left (it arrives late: N workers are in flight) is not stale: normalised by its
+//! rung's shape, it still says how hard the data is.
+
+use adz_format::CodecSpec;
+
+use crate::ladder::{reference, Ladder};
+
+/// Clamp for logarithms of speeds in bytes/s relative to the reference (e^±16 covers
+/// 1e-7..9e6 times the reference: anything a clock can produce).
+const LN_CLAMP: f64 = 16.0;
+
+/// A per-rung correction in log space, with the block it was last measured at.
+#[derive(Clone, Copy, Debug, Default)]
+struct Residual {
+    val: f64,
+    seen: bool,
+    at: u64,
+}
+
+impl Residual {
+    /// How much the rung's own correction still counts: 1 when just measured, halving every
+    /// `halflife` blocks since, 0 if never measured.
+    fn weight(&self, now: u64, halflife: f64) -> f64 {
+        if !self.seen {
+            return 0.0;
+        }
+        let age = now.saturating_sub(self.at) as f64;
+        0.5f64.powf(age / halflife)
+    }
+}
+
+/// The correction of rung `i`: its own measured correction, fading with age into the value
+/// interpolated linearly between the nearest measured rungs on either side (or the nearest
+/// one, if only one side has any). The reference shape's error is taken to be locally
+/// constant, so a rung next to the current one is predicted from the current one's
+/// measurement and the shape's step between them, not from the global level alone.
+fn correction(res: &[Residual], i: usize, now: u64, halflife: f64) -> f64 {
+    // Index 0 is raw and never has a correction.
+    let below = (1..i).rev().find(|&j| res[j].seen);
+    let above = (i + 1..res.len()).find(|&j| res[j].seen);
+    let neighbours = match (below, above) {
+        (Some(a), Some(b)) => {
+            let t = (i - a) as f64 / (b - a) as f64;
+            res[a].val * (1.0 - t) + res[b].val * t
+        }
+        (Some(a), None) => res[a].val,
+        (None, Some(b)) => res[b].val,
+        (None, None) => 0.0,
+    };
+    let w = res[i].weight(now, halflife);
+    w * res[i].val + (1.0 - w) * neighbours
+}
+
+fn update(res: &mut [Residual], i: usize, e: f64, alpha: f64, now: u64, halflife: f64) {
+    let cur = correction(res, i, now, halflife);
+    let r = &mut res[i];
+    r.val = if r.seen { cur + alpha * (e - cur) } else { e };
+    r.seen = true;
+    r.at = now;
+}
+
+/// Learning rates of the model.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rates {
+    pub slow: f64,
+    pub fast: f64,
+    pub residual: f64,
+    pub ratio: f64,
+    pub halflife: f64,
+}
+
+/// One compression measurement, reduced to what the model needs.
+pub(crate) struct Sample {
+    pub spec: CodecSpec,
+    pub rung: Option<usize>,
+    /// Per-thread speed, raw bytes/s (None if no usable time was measured).
+    pub speed: Option<f64>,
+    /// raw / stored (>= 1).
+    pub ratio: f64,
+    /// Block size relative to the nominal block size, 0..=1: short blocks time badly.
+    pub weight: f64,
+    /// Take this sample as the new level outright (after an incompressible stretch).
+    pub reset: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Model {
+    ref_ln_speed: Vec<f64>,
+    ref_llr: Vec<f64>,
+    ln_h: f64,
+    h_seen: bool,
+    ln_g: f64,
+    g_seen: bool,
+    speed_res: Vec<Residual>,
+    ratio_res: Vec<Residual>,
+    raw_ln_speed: Option<f64>,
+    rates: Rates,
+}
+
+/// ln(ln(ratio)), the coordinate in which ratios scale: ln(ratio) is the "bits saved" that a
+/// harder or easier input shrinks or grows by a factor, and it stays >= 0.
+fn llr(ratio: f64) -> f64 {
+    let r = if ratio.is_finite() { ratio.clamp(1.0 + 1e-4, 1e6) } else { 1.0 + 1e-4 };
+    r.ln().ln()
+}
+
+fn alpha_w(alpha: f64, weight: f64) -> f64 {
+    1.0 - (1.0 - alpha).powf(weight.clamp(0.0, 1.0))
+}
+
+impl Model {
+    pub fn new(ladder: &Ladder, initial_level: f64, rates: Rates) -> Model {
+        let refs: Vec<_> = ladder.rungs().iter().map(|&r| reference(r)).collect();
+        Model {
+            ref_ln_speed: refs.iter().map(|r| r.speed.ln()).collect(),
+            ref_llr: refs.iter().map(|r| llr(r.ratio)).collect(),
+            ln_h: initial_level.ln(),
+            h_seen: false,
+            ln_g: 0.0,
+            g_seen: false,
+            speed_res: vec![Residual::default(); ladder.len()],
+            ratio_res: vec![Residual::default(); ladder.len()],
+            raw_ln_speed: None,
+            rates,
+        }
+    }
+
+    /// True once a compression speed has been measured.
+    pub fn has_speed(&self) -> bool {
+        self.h_seen
+    }
+
+    /// True once a compression ratio has been measured.
+    pub fn has_ratio(&self) -> bool {
+        self.g_seen
+    }
+
+    /// Predicted per-thread speed of a rung, raw bytes/s. Rung 0 (raw) is a copy.
+    pub fn speed(&self, rung: usize, now: u64) -> f64 {
+        if rung == 0 {
+            return self.raw_speed().unwrap_or(f64::INFINITY);
+        }
+        let res = correction(&self.speed_res, rung, now, self.rates.halflife);
+        (self.ref_ln_speed[rung] + self.ln_h + res).exp()
+    }
+
+    /// Predicted ratio of a rung (>= 1).
+    pub fn ratio(&self, rung: usize, now: u64) -> f64 {
+        if rung == 0 {
+            return 1.0;
+        }
+        let res = correction(&self.ratio_res, rung, now, self.rates.halflife);
+        (self.ref_llr[rung] + self.ln_g + res).exp().exp().max(1.0)
+    }
+
+    /// How much of a rung's speed prediction rests on its own measurements (0..=1): 1 right
+    /// after it was measured, fading with age; 0 if it never was.
+    pub fn confidence(&self, rung: usize, now: u64) -> f64 {
+        self.speed_res.get(rung).map_or(0.0, |r| r.weight(now, self.rates.halflife))
+    }
+
+    /// Measured per-thread speed of storing raw (copy, checksum), if measured.
+    pub fn raw_speed(&self) -> Option<f64> {
+        self.raw_ln_speed.map(f64::exp)
+    }
+
+    pub fn observe_raw(&mut self, speed: f64) {
+        if !(speed.is_finite() && speed > 0.0) {
+            return;
+        }
+        let x = speed.ln();
+        self.raw_ln_speed = Some(match self.raw_ln_speed {
+            None => x,
+            Some(v) => v + 0.3 * (x - v),
+        });
+    }
+
+    /// A block the codec could not shrink: pulls the ratio level toward "incompressible",
+    /// touches nothing else.
+    pub fn observe_incompressible(&mut self, spec: CodecSpec, weight: f64) {
+        let reference = reference(spec);
+        if reference.ratio > 1.0 && self.g_seen {
+            let y = (llr(1.0) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
+            self.ln_g += alpha_w(self.rates.ratio, weight) * (y - self.ln_g);
+        }
+    }
+
+    pub fn observe(&mut self, s: &Sample, now: u64) {
+        let rates = self.rates;
+        let rung = s.rung.filter(|&r| r > 0 && r < self.speed_res.len());
+        let reference = reference(s.spec);
+        if let Some(speed) = s.speed.filter(|v| v.is_finite() && *v > 0.0) {
+            let x = (speed.ln() - reference.speed.ln()).clamp(-LN_CLAMP, LN_CLAMP);
+            let res = rung.map_or(0.0, |r| correction(&self.speed_res, r, now, rates.halflife));
+            let level = x - res;
+            let alpha = if !self.h_seen || s.reset {
+                1.0
+            } else if level < self.ln_h {
+                rates.slow
+            } else {
+                rates.fast
+            };
+            self.ln_h += alpha_w(alpha, s.weight) * (level - self.ln_h);
+            self.h_seen = true;
+            if let Some(r) = rung {
+                let a = alpha_w(rates.residual, s.weight);
+                update(&mut self.speed_res, r, x - self.ln_h, a, now, rates.halflife);
+            }
+        }
+        if reference.ratio > 1.0 {
+            let y = (llr(s.ratio) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
+            let res = rung.map_or(0.0, |r| correction(&self.ratio_res, r, now, rates.halflife));
+            let alpha = if !self.g_seen || s.reset { 1.0 } else { rates.ratio };
+            self.ln_g += alpha_w(alpha, s.weight) * (y - res - self.ln_g);
+            self.g_seen = true;
+            if let Some(r) = rung {
+                let a = alpha_w(rates.residual, s.weight);
+                update(&mut self.ratio_res, r, y - self.ln_g, a, now, rates.halflife);
+            }
+        }
+    }
+}
+
+/// The link speed, measured as bytes over busy time with exponentially fading sums, so that a
+/// sample's weight is proportional to its bytes and the estimate forgets with a half-life in
+/// bytes (not in calls).
+#[derive(Clone, Debug)]
+pub(crate) struct LinkEstimator {
+    bytes: f64,
+    secs: f64,
+    halflife_bytes: f64,
+}
+
+impl LinkEstimator {
+    pub fn new(halflife_bytes: f64) -> LinkEstimator {
+        LinkEstimator { bytes: 0.0, secs: 0.0, halflife_bytes: halflife_bytes.max(1.0) }
+    }
+
+    pub fn add(&mut self, bytes: u64, secs: f64) {
+        // A write that took no measurable time says nothing about the link's speed.
+        if bytes == 0 || !(secs.is_finite() && secs > 0.0) {
+            return;
+        }
+        let b = bytes as f64;
+        let keep = 0.5f64.powf(b / self.halflife_bytes);
+        self.bytes = self.bytes * keep + b;
+        self.secs = self.secs * keep + secs;
+    }
+
+    pub fn get(&self) -> Option<f64> {
+        let v = self.bytes / self.secs;
+        (self.secs > 0.0 && v.is_finite() && v > 0.0).then_some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rates() -> Rates {
+        Rates { slow: 0.7, fast: 0.15, residual: 0.3, ratio: 0.3, halflife: 256.0 }
+    }
+
+    #[test]
+    fn first_sample_sets_level_and_residual() {
+        let ladder = Ladder::standard();
+        let mut m = Model::new(&ladder, 0.5, rates());
+        let z1 = ladder.position("zstd:1".parse().unwrap()).unwrap();
+        let spec = ladder.rungs()[z1];
+        m.observe(
+            &Sample {
+                spec,
+                rung: Some(z1),
+                speed: Some(300e6),
+                ratio: 3.5,
+                weight: 1.0,
+                reset: false,
+            },
+            0,
+        );
+        assert!((m.speed(z1, 0) / 300e6 - 1.0).abs() < 1e-9);
+        assert!((m.ratio(z1, 0) / 3.5 - 1.0).abs() < 1e-9);
+        // Other rungs follow the reference shape scaled by the same level.
+        let l1 = ladder.position("lz4:1".parse().unwrap()).unwrap();
+        let want = 300e6 * reference(ladder.rungs()[l1]).speed / reference(spec).speed;
+        assert!((m.speed(l1, 0) / want - 1.0).abs() < 1e-9);
+        assert!(m.ratio(l1, 0) > 1.0 && m.ratio(l1, 0) < 3.5);
+    }
+
+    #[test]
+    fn link_estimate_is_bytes_over_busy_time() {
+        let mut l = LinkEstimator::new(64e6);
+        assert_eq!(l.get(), None);
+        l.add(0, 1.0);
+        l.add(10, 0.0);
+        assert_eq!(l.get(), None);
+        for _ in 0..100 {
+            l.add(1 << 20, (1 << 20) as f64 / 117e6);
+        }
+        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,427 @@
+//! A deterministic simulator of the adz pipeline, for tests and benchmarks of the controller.
+//!
+//! It models N workers that each compress one block at a time, a bounded number of blocks in
+//! flight, and an ordered writer that sends frames, one after the other, through a link of
+//! fixed speed. Every block's compression time and ratio come from a [`DataModel`] (a speed and
+//! ratio per codec setting), optionally with deterministic jitter. Time is simulated: there are
+//! no threads, no sleeps and no clock, and the same inputs always give the same run.
+//!
+//! Measurements reach the controller the way they do in the real pipeline: a block's
+//! [`BlockMeasurement`] when its worker finishes it, a [`SinkMeasurement`] when its frame has
+//! been written, and only once the simulated clock has passed that moment. A decision is asked
+//! for when a worker takes the next block; so with N workers, decisions run about N blocks
+//! ahead of the measurements, as in the real pipeline.
+//!
+//! ```
+//! use adz_control::sim::{DataModel, Segment, SimConfig};
+//! use adz_control::{Controller, ControllerConfig, Ladder, Link, Strategy};
+//!
+//! let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(117e6), 4);
+//! let mut ctl = Controller::new(cfg);
+//! let text = DataModel::monotone("text", &Ladder::standard(), 0.8, 1.0, 0.15);
+//! let report = SimConfig::new(4, 117e6).run(&mut ctl, &[Segment::new(200, text)]);
+//! // Keeping pace: the write takes about as long as sending the raw data would.
+//! assert!(report.throughput() > 0.95 * 117e6);
+//! assert!(report.ratio() > 2.5);
+//! ```
+
+use std::time::Duration;
+
+use adz_format::{CodecId, CodecSpec};
+
+use crate::controller::{BlockContext, BlockMeasurement, Controller, Decision, SinkMeasurement};
+use crate::hint::Hint;
+use crate::ladder::{reference, Ladder};
+
+/// Frame header bytes the writer sends with every block (docs/FORMAT.md).
+const FRAME_HEADER: u64 = 48;
+
+/// One thread's performance of a codec setting on some data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Perf {
+    /// Compression speed of one thread, raw bytes/s.
+    pub speed: f64,
+    /// raw / compressed (1.0: the codec cannot shrink it; the block is stored raw).
+    pub ratio: f64,
+}
+
+/// Synthetic data: what each codec setting achieves on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataModel {
+    name: String,
+    table: Vec<(CodecSpec, Perf)>,
+    /// For settings not in the table: the reference, speed times this.
+    fallback_speed: f64,
+    /// For settings not in the table: ln(reference ratio) times this.
+    fallback_ratio_pow: f64,
+}
+
+impl DataModel {
+    /// Exactly the controller's reference table (not monotone along the ladder: xz:0 is faster
+    /// than the slow zstd levels).
+    pub fn reference() -> DataModel {
+        DataModel {
+            name: "reference".into(),
+            table: Vec::new(),
+            fallback_speed: 1.0,
+            fallback_ratio_pow: 1.0,
+        }
+    }
+
+    /// Data on which speed falls and ratio rises at every rung of `ladder`: the reference
+    /// table with speeds times `speed_scale` (and a deterministic wiggle of relative amplitude
+    /// `wiggle`, so that the controller's reference shape is *not* the truth), ln(ratio) times
+    /// `ratio_pow`, then forced monotone (each rung at least 3 % slower than the one before).
+    pub fn monotone(
+        name: &str,
+        ladder: &Ladder,
+        speed_scale: f64,
+        ratio_pow: f64,
+        wiggle: f64,
+    ) -> DataModel {
+        let mut table: Vec<(CodecSpec, Perf)> = Vec::new();
+        for (i, &spec) in ladder.rungs().iter().enumerate().skip(1) {
+            let r = reference(spec);
+            let mut speed = r.speed * speed_scale * (1.0 + wiggle * (1.7 * i as f64).sin());
+            let mut ratio = (r.ratio.ln() * ratio_pow).exp();
+            if let Some(&(_, prev)) = table.last() {
+                speed = speed.min(prev.speed * 0.97);
+                ratio = ratio.max(prev.ratio * 1.001);
+            }
+            table.push((spec, Perf { speed, ratio }));
+        }
+        DataModel {
+            name: name.into(),
+            table,
+            fallback_speed: speed_scale,
+            fallback_ratio_pow: ratio_pow,
+        }
+    }
+
+    /// Data no codec can shrink (already compressed or random). LZ4 and zstd notice quickly
+    /// and run faster than on compressible data; xz does not.
+    pub fn incompressible(ladder: &Ladder) -> DataModel {
+        let table = ladder
+            .rungs()
+            .iter()
+            .skip(1)
+            .map(|&spec| {
+                let r = reference(spec);
+                let speed = match spec.id() {
+                    CodecId::Lz4 => r.speed * 4.0,
+                    CodecId::Zstd => r.speed * 2.0,
+                    _ => r.speed * 0.7,
+                };
+                (spec, Perf { speed, ratio: 1.0 })
+            })
+            .collect();
+        DataModel {
+            name: "incompressible".into(),
+            table,
+            fallback_speed: 1.0,
+            fallback_ratio_pow: 0.0,
+        }
+    }
+
+    /// The same data, every speed times `factor` (harder data, or CPU contention).
+    pub fn with_speed_scale(&self, factor: f64) -> DataModel {
+        let mut d = self.clone();
+        d.name = format!("{} x{factor}", self.name);
+        d.fallback_speed *= factor;
+        for (_, p) in &mut d.table {
+            p.speed *= factor;
+        }
+        d
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What `spec` achieves on this data, per thread.
+    pub fn perf(&self, spec: CodecSpec) -> Perf {
+        if let Some(&(_, p)) = self.table.iter().find(|(s, _)| *s == spec) {
+            return p;
+        }
+        let r = reference(spec);
+        Perf {
+            speed: r.speed * self.fallback_speed,
+            ratio: (r.ratio.ln() * self.fallback_ratio_pow).exp(),
+        }
+    }
+}
+
+/// A run of blocks of one kind of data, with the hints that cover it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Number of blocks.
+    pub blocks: u64,
+    /// The data.
+    pub data: DataModel,
+    /// Hints covering every block of the segment.
+    pub hints: Vec<Hint>,
+}
+
+impl Segment {
+    /// `blocks` blocks of `data` without hints.
+    pub fn new(blocks: u64, data: DataModel) -> Segment {
+        Segment { blocks, data, hints: Vec::new() }
+    }
+
+    /// The same segment with hints.
+    pub fn with_hints(mut self, hints: Vec<Hint>) -> Segment {
+        self.hints = hints;
+        self
+    }
+}
+
+/// The simulated machine and link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// Worker threads.
+    pub threads: usize,
+    /// Link speed, bytes/s.
+    pub link: f64,
+    /// Raw bytes per block.
+    pub block_size: u64,
+    /// Blocks allowed between a worker taking a block and the writer finishing its frame
+    /// (the thesis' buffer pool: at least 2 x threads).
+    pub buffers: usize,
+    /// Per-thread speed of storing a block raw (copy and checksum), bytes/s.
+    pub raw_speed: f64,
+    /// Relative jitter of each block's speed (0.1 = ±10 %) and a third of it on its ratio.
+    pub jitter: f64,
+    /// Seed of the jitter.
+    pub seed: u64,
+}
+
+impl SimConfig {
+    /// `threads` workers, a link of `link` bytes/s, 1 MiB blocks, 2 x threads buffers, raw
+    /// stored at 8 GB/s per thread, no jitter.
+    pub fn new(threads: usize, link: f64) -> SimConfig {
+        let threads = threads.max(1);
+        SimConfig {
+            threads,
+            link,
+            block_size: 1 << 20,
+            buffers: 2 * threads,
+            raw_speed: 8e9,
+            jitter: 0.0,
+            seed: 1,
+        }
+    }
+
+    /// The same configuration with jitter.
+    pub fn with_jitter(mut self, jitter: f64, seed: u64) -> SimConfig {
+        self.jitter = jitter;
+        self.seed = seed;
+        self
+    }
+
+    /// Write `segments` through the pipeline, asking `ctl` for every block's decision.
+    pub fn run(&self, ctl: &mut Controller, segments: &[Segment]) -> SimReport {
+        let keep = ctl.keep_threshold();
+        let mut workers = vec![0.0f64; self.threads.max(1)];
+        let mut pending: Vec<(f64, u8, u64, Event)> = Vec::new();
+        let mut blocks: Vec<SimBlock> = Vec::new();
+        let mut last_write_end = 0.0f64;
+        let mut raw_offset = 0u64;
+        let mut seq = 0u64;
+        for (si, seg) in segments.iter().enumerate() {
+            for _ in 0..seg.blocks {
+                let (w, free) = workers
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .expect("at least one worker");
+                let k = blocks.len();
+                let room = if k >= self.buffers { blocks[k - self.buffers].write_end } else { 0.0 };
+                let start = free.max(room);
+                deliver(ctl, &mut pending, start);
+
+                let raw = self.block_size;
+                let ctx = BlockContext { raw_offset, raw_len: raw as usize, hints: &seg.hints };
+                let decision = ctl.next_block(&ctx);
+                let (jit_speed, jit_ratio) = self.jitter_for(seq);
+                let (speed, ratio) = if decision.codec == CodecSpec::NONE {
+                    (self.raw_speed, 1.0)
+                } else {
+                    let p = seg.data.perf(decision.codec);
+                    (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0))
+                };
+                let compressed = (raw as f64 / ratio).ceil() as u64;
+                let stored_raw =
+                    decision.codec != CodecSpec::NONE && compressed as f64 > raw as f64 * keep;
+                let stored =
+                    if decision.codec == CodecSpec::NONE || stored_raw { raw } else { compressed };
+                let secs = raw as f64 / speed;
+                let finish = start + secs;
+                let write_start = finish.max(last_write_end);
+                let busy = (stored + FRAME_HEADER) as f64 / self.link;
+                let write_end = write_start + busy;
+                last_write_end = write_end;
+                workers[w] = finish;
+
+                let t = Duration::from_secs_f64(secs);
+                let m = BlockMeasurement {
+                    decision,
+                    raw_len: raw,
+                    stored_len: stored,
+                    stored_raw,
+                    wall: t,
+                    cpu: t,
+                };
+                pending.push((finish, 0, seq, Event::Block(m)));
+                let s = SinkMeasurement {
+                    bytes: stored + FRAME_HEADER,
+                    busy: Duration::from_secs_f64(busy),
+                };
+                pending.push((write_end, 1, seq, Event::Sink(s)));
+                blocks.push(SimBlock {
+                    seq,
+                    segment: si,
+                    decision,
+                    raw,
+                    stored,
+                    stored_raw,
+                    start,
+                    finish,
+                    write_end,
+                });
+                raw_offset += raw;
+                seq += 1;
+            }
+        }
+        deliver(ctl, &mut pending, f64::INFINITY);
+        SimReport { link: self.link, threads: self.threads, blocks }
+    }
+
+    fn jitter_for(&self, seq: u64) -> (f64, f64) {
+        if self.jitter <= 0.0 {
+            return (1.0, 1.0);
+        }
+        let u = |salt: u64| {
+            (splitmix64(self.seed ^ seq.wrapping_mul(0x9e37) ^ salt) >> 11) as f64
+                / (1u64 << 53) as f64
+        };
+        (1.0 + self.jitter * (2.0 * u(1) - 1.0), 1.0 + self.jitter / 3.0 * (2.0 * u(2) - 1.0))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Block(BlockMeasurement),
+    Sink(SinkMeasurement),
+}
+
+/// Give the controller every event that has happened by `now`, in time order.
+fn deliver(ctl: &mut Controller, pending: &mut Vec<(f64, u8, u64, Event)>, now: f64) {
+    let mut due: Vec<_> = Vec::new();
+    let mut i = 0;
+    while i < pending.len() {
+        if pending[i].0 <= now {
+            due.push(pending.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    due.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    for (_, _, _, e) in due {
+        match e {
+            Event::Block(m) => ctl.record_block(&m),
+            Event::Sink(s) => ctl.record_sink(&s),
+        }
+    }
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// One simulated block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimBlock {
+    /// Block number.
+    pub seq: u64,
+    /// Index of the segment it belongs to.
+    pub segment: usize,
+    /// The controller's decision.
+    pub decision: Decision,
+    /// Raw bytes.
+    pub raw: u64,
+    /// Payload bytes stored.
+    pub stored: u64,
+    /// Compressed but not kept.
+    pub stored_raw: bool,
+    /// When a worker took it, seconds.
+    pub start: f64,
+    /// When the worker finished it.
+    pub finish: f64,
+    /// When its frame was written.
+    pub write_end: f64,
+}
+
+/// The outcome of a simulated write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimReport {
+    /// Link speed of the run.
+    pub link: f64,
+    /// Worker threads of the run.
+    pub threads: usize,
+    /// Every block, in order.
+    pub blocks: Vec<SimBlock>,
+}
+
+impl SimReport {
+    /// Seconds until the last frame was written.
+    pub fn time(&self) -> f64 {
+        self.blocks.last().map_or(0.0, |b| b.write_end)
+    }
+
+    /// Raw bytes written.
+    pub fn raw_bytes(&self) -> u64 {
+        self.blocks.iter().map(|b| b.raw).sum()
+    }
+
+    /// Payload bytes stored.
+    pub fn stored_bytes(&self) -> u64 {
+        self.blocks.iter().map(|b| b.stored).sum()
+    }
+
+    /// Raw bytes per second of the whole write.
+    pub fn throughput(&self) -> f64 {
+        let t = self.time();
+        if t > 0.0 {
+            self.raw_bytes() as f64 / t
+        } else {
+            0.0
+        }
+    }
+
+    /// raw bytes / stored bytes.
+    pub fn ratio(&self) -> f64 {
+        self.raw_bytes() as f64 / self.stored_bytes().max(1) as f64
+    }
+
+    /// Raw bytes per second over blocks `from..to` (by when their frames were written).
+    pub fn throughput_of(&self, from: usize, to: usize) -> f64 {
+        let to = to.min(self.blocks.len());
+        if from >= to {
+            return 0.0;
+        }
+        let t0 = if from == 0 { 0.0 } else { self.blocks[from - 1].write_end };
+        let t = self.blocks[to - 1].write_end - t0;
+        let raw: u64 = self.blocks[from..to].iter().map(|b| b.raw).sum();
+        if t > 0.0 {
+            raw as f64 / t
+        } else {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,748 @@
+//! Controller behaviour, checked with the deterministic pipeline simulator (`adz_control::sim`)
+//! and with made-up measurements. No threads, no sleeps, no clock.
+
+use std::time::Duration;
+
+use adz_control::sim::{DataModel, Segment, SimConfig, SimReport};
+use adz_control::{
+    reference, BlockContext, BlockMeasurement, CodecSpec, Controller, ControllerConfig, Decision,
+    Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason, SinkMeasurement, Status,
+    Strategy,
+};
+use proptest::prelude::*;
+use proptest::strategy::Strategy as Strategy2;
+
+const GBE: f64 = 117e6;
+const TEN_GBE: f64 = 1200e6;
+const FDR4: f64 = 6000e6;
+
+fn spec(s: &str) -> CodecSpec {
+    s.parse().unwrap()
+}
+
+fn text() -> DataModel {
+    DataModel::monotone("text", &Ladder::standard(), 0.8, 1.0, 0.1)
+}
+
+/// Target of a strategy for a rung with (true) ratio `ratio`.
+fn target(strategy: Strategy, link: f64, ratio: f64) -> f64 {
+    match strategy {
+        Strategy::Throughput => link * ratio,
+        Strategy::KeepPace => link,
+        Strategy::Prolong(f) => link / f,
+        _ => 0.0,
+    }
+}
+
+/// True headroom of a rung on `data`: aggregate speed / target.
+fn headroom(
+    data: &DataModel,
+    strategy: Strategy,
+    link: f64,
+    threads: usize,
+    rung: CodecSpec,
+) -> f64 {
+    let p = data.perf(rung);
+    threads as f64 * p.speed / target(strategy, link, p.ratio)
+}
+
+/// The rung the controller should settle at: the last one fast enough (None: no codec is).
+fn best_rung(data: &DataModel, strategy: Strategy, link: f64, threads: usize) -> Option<usize> {
+    let ladder = Ladder::standard();
+    (1..ladder.len())
+        .rev()
+        .find(|&r| headroom(data, strategy, link, threads, ladder.rungs()[r]) >= 1.0)
+}
+
+fn run(cfg: ControllerConfig, sim: &SimConfig, segments: &[Segment]) -> (Controller, SimReport) {
+    let mut ctl = Controller::new(cfg);
+    let report = sim.run(&mut ctl, segments);
+    (ctl, report)
+}
+
+fn names(report: &SimReport, from: usize, to: usize) -> String {
+    let mut out = Vec::new();
+    let mut last = None;
+    let mut count = 0;
+    for b in &report.blocks[from..to] {
+        let c = b.decision.codec;
+        if Some(c) == last {
+            count += 1;
+        } else {
+            if let Some(l) = last {
+                out.push(format!("{l}x{count}"));
+            }
+            last = Some(c);
+            count = 1;
+        }
+    }
+    if let Some(l) = last {
+        out.push(format!("{l}x{count}"));
+    }
+    out.join(" ")
+}
+
+fn pos(c: CodecSpec) -> usize {
+    Ladder::standard().position(c).unwrap_or(0)
+}
+
+/// True if rung `c` is fast enough for the strategy on `data` (raw always is).
+fn ok(data: &DataModel, strategy: Strategy, link: f64, threads: usize, c: CodecSpec) -> bool {
+    c == CodecSpec::NONE || headroom(data, strategy, link, threads, c) >= 1.0
+}
+
+/// Where the controller may settle: the best rung, or a faster one still inside the dead band
+/// (it does not spend more effort for less than 10 % of headroom).
+fn settled(data: &DataModel, strategy: Strategy, link: f64, threads: usize, c: CodecSpec) -> bool {
+    let best = best_rung(data, strategy, link, threads);
+    let hr = headroom(data, strategy, link, threads, c);
+    Some(pos(c)) == best || (1.0..1.1).contains(&hr)
+}
+
+/// The first block from which the next `window` decisions are all settled.
+fn converged_at(
+    rep: &SimReport,
+    data: &DataModel,
+    strategy: Strategy,
+    link: f64,
+    from: usize,
+    window: usize,
+) -> Option<usize> {
+    let n = rep.blocks.len();
+    (from..n.saturating_sub(window)).find(|&k| {
+        rep.blocks[k..k + window]
+            .iter()
+            .all(|b| settled(data, strategy, link, rep.threads, b.decision.codec))
+    })
+}
+
+#[test]
+fn converges_to_each_strategy_target_from_far_above_and_below() {
+    let threads = 8;
+    let data = text();
+    let ladder = Ladder::standard();
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(1.5)] {
+        for link in [GBE, TEN_GBE, FDR4] {
+            let best = best_rung(&data, strategy, link, threads)
+                .expect("some rung keeps up with 8 threads");
+            for start in ["lz4:50", "xz:9"] {
+                let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads)
+                    .with_start(spec(start));
+                let (ctl, rep) =
+                    run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
+                let at = converged_at(&rep, &data, strategy, link, 0, 30);
+                let last = rep.blocks[399].decision.codec;
+                let slow = rep.blocks[150..]
+                    .iter()
+                    .filter(|b| !ok(&data, strategy, link, threads, b.decision.codec))
+                    .count();
+                eprintln!(
+                    "{strategy:<11} {:>5} MB/s from {start:<6}: settled at block {at:?} on {last} (best {}, headroom {:.2}); \
+                     too slow after block 150: {slow}/250; {:.0} MB/s ratio {:.2}\n    {}\n    {}",
+                    link / 1e6,
+                    ladder.rungs()[best],
+                    headroom(&data, strategy, link, threads, last),
+                    rep.throughput() / 1e6,
+                    rep.ratio(),
+                    names(&rep, 0, 400),
+                    ctl.status(),
+                );
+                let at =
+                    at.unwrap_or_else(|| panic!("{strategy} {link} from {start} never settled"));
+                assert!(at <= 120, "{strategy} {link} from {start}: settled only at block {at}");
+                assert!(
+                    settled(&data, strategy, link, threads, last),
+                    "{strategy} {link} from {start}: ends on {last}"
+                );
+                assert!(
+                    slow <= 12,
+                    "{strategy} {link} from {start}: {slow} too-slow blocks after settling"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_link_with_two_threads_mixes_raw_and_compressed_blocks() {
+    let (threads, link) = (2, FDR4);
+    let data = text();
+    assert_eq!(
+        best_rung(&data, Strategy::Throughput, link, threads),
+        None,
+        "no codec keeps up: the test needs that"
+    );
+    // With the thesis' 2 x threads buffers, and with a few more: a compressed block takes
+    // 3 link-block-times to compress, and the ordered writer can only bridge that with
+    // finished frames queued behind it.
+    for buffers in [2 * threads, 8] {
+        let mut sim = SimConfig::new(threads, link);
+        sim.buffers = buffers;
+        let raw_cfg =
+            ControllerConfig::new(Strategy::Static(CodecSpec::NONE), Link::Fixed(link), threads);
+        let raw = run(raw_cfg, &sim, &[Segment::new(400, data.clone())]).1.throughput_of(100, 400);
+        for strategy in [Strategy::Throughput, Strategy::KeepPace] {
+            let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+            let (ctl, rep) = run(cfg, &sim, &[Segment::new(400, data.clone())]);
+            let tail = &rep.blocks[100..];
+            let compressed = tail.iter().filter(|b| b.decision.codec != CodecSpec::NONE).count();
+            let fraction = compressed as f64 / tail.len() as f64;
+            let thr = rep.throughput_of(100, 400);
+            eprintln!(
+                "{strategy} at 6000 MB/s, 2 threads, {buffers} buffers: {:.0} % of blocks compressed \
+                 ({}), {:.0} MB/s vs raw {:.0} MB/s, ratio {:.2}; {}",
+                fraction * 100.0,
+                names(&rep, 300, 310),
+                thr / 1e6,
+                raw / 1e6,
+                rep.ratio(),
+                ctl.status()
+            );
+            assert!(matches!(ctl.status().mode, Mode::Mix { .. }), "{:?}", ctl.status().mode);
+            assert!(fraction > 0.05 && fraction < 1.0, "{strategy}: fraction {fraction}");
+            assert!(tail
+                .iter()
+                .all(|b| matches!(b.decision.reason, Reason::MixRaw | Reason::MixCompress)));
+            // Never slower than sending everything raw (1 %: the pipeline's start and end).
+            assert!(thr >= 0.99 * raw, "{strategy}: {thr} < raw {raw}");
+            assert!(rep.ratio() > 1.1);
+            if strategy == Strategy::Throughput && buffers >= 8 {
+                // S1 turns the saved bytes into speed: L + S(1 - 1/f), less raw copying.
+                assert!(thr > 1.1 * raw, "{strategy}: {thr} vs raw {raw}");
+            }
+        }
+    }
+}
+
+#[test]
+fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
+    let threads = 8;
+    let easy = text();
+    let hard = text().with_speed_scale(0.3);
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(1.5)] {
+        for link in [GBE, TEN_GBE] {
+            let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+            let segs = [Segment::new(150, easy.clone()), Segment::new(250, hard.clone())];
+            let (_, rep) = run(cfg, &SimConfig::new(threads, link), &segs);
+            let before = rep.blocks[149].decision.codec;
+            assert!(
+                !ok(&hard, strategy, link, threads, before),
+                "the slowdown must make the old rung too slow"
+            );
+            let left =
+                (150..400).find(|&k| pos(rep.blocks[k].decision.codec) < pos(before)).unwrap();
+            let settle = converged_at(&rep, &hard, strategy, link, 150, 30);
+            let slow_after = rep.blocks[left..]
+                .iter()
+                .filter(|b| !ok(&hard, strategy, link, threads, b.decision.codec))
+                .count();
+            eprintln!(
+                "{strategy} {} MB/s, data 3.3x slower at block 150: left {before} at block {left}, settled at {settle:?}; \
+                 too slow after leaving: {slow_after}: {}",
+                link / 1e6,
+                names(&rep, 140, 200)
+            );
+            assert!(left <= 150 + threads + 2, "left at {left}");
+            assert!(settle.is_some_and(|s| s <= 150 + 4 * threads), "settled at {settle:?}");
+            assert!(slow_after <= 2 * threads, "{slow_after} too-slow blocks after leaving");
+            assert!(settled(&hard, strategy, link, threads, rep.blocks[399].decision.codec));
+        }
+    }
+}
+
+#[test]
+fn switches_codec_family_at_the_ends_of_a_range() {
+    // lz4 -> zstd: keep-pace at 10GbE with 8 threads is beyond LZ4's slowest setting.
+    let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(TEN_GBE), 8)
+        .with_start(spec("lz4:50"));
+    let (_, rep) = run(cfg, &SimConfig::new(8, TEN_GBE), &[Segment::new(100, text())]);
+    let ids: Vec<_> = rep.blocks.iter().map(|b| b.decision.codec.id()).collect();
+    let first_zstd = ids.iter().position(|id| id.name() == "zstd").expect("reaches zstd");
+    assert!(ids[..first_zstd].iter().all(|id| id.name() == "lz4"));
+    assert!(ids[first_zstd..].iter().all(|id| id.name() == "zstd"), "{}", names(&rep, 0, 100));
+
+    // zstd -> xz: a 3 MB/s link with one thread is slower than zstd's slowest level.
+    let link = 3e6;
+    let cfg =
+        ControllerConfig::new(Strategy::KeepPace, Link::Fixed(link), 1).with_start(spec("zstd:1"));
+    let (_, rep) = run(cfg, &SimConfig::new(1, link), &[Segment::new(150, text())]);
+    eprintln!("keep-pace at 3 MB/s, 1 thread: {}", names(&rep, 0, 150));
+    let last = rep.blocks[149].decision.codec;
+    assert_eq!(last.id().name(), "xz", "{}", names(&rep, 0, 150));
+    assert!(settled(&text(), Strategy::KeepPace, link, 1, last));
+
+    // xz -> zstd -> lz4 on the way back (faster at once): from xz:9 at 6000 MB/s.
+    let cfg =
+        ControllerConfig::new(Strategy::KeepPace, Link::Fixed(FDR4), 8).with_start(spec("xz:9"));
+    let (_, rep) = run(cfg, &SimConfig::new(8, FDR4), &[Segment::new(40, text())]);
+    assert_eq!(rep.blocks[39].decision.codec.id().name(), "lz4", "{}", names(&rep, 0, 40));
+}
+
+#[test]
+fn incompressible_stretch_goes_to_probe_mode_and_back() {
+    let threads = 4;
+    let ladder = Ladder::standard();
+    let segs = [
+        Segment::new(50, text()),
+        Segment::new(100, DataModel::incompressible(&ladder)),
+        Segment::new(50, text()),
+    ];
+    for strategy in [
+        Strategy::KeepPace,
+        Strategy::Throughput,
+        Strategy::Archive,
+        Strategy::Static(spec("zstd:19")),
+    ] {
+        let cfg = ControllerConfig::new(strategy, Link::Fixed(GBE), threads);
+        let mut ctl = Controller::new(cfg);
+        let rep = SimConfig::new(threads, GBE).run(&mut ctl, &segs[..2]);
+        assert_eq!(ctl.status().mode, Mode::Probe, "{strategy}");
+        let rep2 = SimConfig::new(threads, GBE).run(&mut ctl, &segs[2..]);
+        let stretch = &rep.blocks[50..150];
+        let attempts = stretch.iter().filter(|b| b.decision.codec != CodecSpec::NONE).count();
+        let back = rep2
+            .blocks
+            .iter()
+            .position(|b| b.decision.codec != CodecSpec::NONE && !b.stored_raw)
+            .unwrap();
+        let before = rep.blocks[49].decision.codec;
+        let resumed = rep2.blocks.iter().position(|b| b.decision.codec == before);
+        eprintln!(
+            "{strategy}: {attempts} of 100 incompressible blocks attempted ({}); compressible data compressed again \
+             after {back} blocks, back on {before} after {resumed:?}",
+            names(&rep, 48, 150)
+        );
+        assert!(attempts <= 15, "{strategy}: {attempts} attempts");
+        assert!(stretch[90..]
+            .iter()
+            .all(|b| matches!(b.decision.reason, Reason::Incompressible | Reason::Probe)));
+        assert!(back < 10, "{strategy}: compressed again only after {back} blocks");
+        assert!(
+            resumed.is_some_and(|r| r <= back + threads + 2),
+            "{strategy}: resumed {resumed:?}"
+        );
+        assert_ne!(ctl.status().mode, Mode::Probe);
+    }
+}
+
+#[test]
+fn no_compress_hint_is_raw_and_invisible_to_the_controller() {
+    let threads = 4;
+    let mut ctl =
+        Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads));
+    SimConfig::new(threads, GBE).run(&mut ctl, &[Segment::new(100, text())]);
+    let before = ctl.status();
+    let hints = [Hint::NoCompress, Hint::Dtype(Dtype::F64)];
+    for i in 0..50u64 {
+        let d =
+            ctl.next_block(&BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &hints });
+        assert_eq!(
+            (d.codec, d.filters, d.reason),
+            (CodecSpec::NONE, Filters::NONE, Reason::HintNoCompress)
+        );
+        // Whatever the worker says about it, even nonsense, changes nothing.
+        ctl.record_block(&BlockMeasurement {
+            decision: d,
+            raw_len: 1 << 20,
+            stored_len: 1 << 20,
+            stored_raw: true,
+            wall: Duration::from_secs(3),
+            cpu: Duration::ZERO,
+        });
+    }
+    let after = ctl.status();
+    assert_eq!(Status { blocks: 0, ..before }, Status { blocks: 0, ..after });
+    // And the same blocks through the simulator: all raw, no probe mode afterwards.
+    let segs = [Segment::new(30, DataModel::incompressible(&Ladder::standard()))
+        .with_hints(vec![Hint::NoCompress])];
+    let rep = SimConfig::new(threads, GBE).run(&mut ctl, &segs);
+    assert!(rep.blocks.iter().all(|b| b.decision.reason == Reason::HintNoCompress));
+    assert_eq!(ctl.status().mode, Mode::Adapt);
+    assert_eq!(ctl.status().rung, before.rung);
+}
+
+#[test]
+fn dtype_hint_enables_shuffle_with_the_element_size() {
+    let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), 4));
+    fn ctx(hints: &[Hint]) -> BlockContext<'_> {
+        BlockContext { raw_offset: 0, raw_len: 1 << 20, hints }
+    }
+    for (d, size) in [(Dtype::F64, 8), (Dtype::F32, 4), (Dtype::I16, 2), (Dtype::U64, 8)] {
+        let got = ctl.next_block(&ctx(&[Hint::Dtype(d)]));
+        assert_ne!(got.codec, CodecSpec::NONE);
+        assert_eq!(
+            got.filters,
+            Filters::new(&[FilterSpec::shuffle(size).unwrap()]).unwrap(),
+            "{d}"
+        );
+    }
+    for d in [Dtype::U8, Dtype::I8] {
+        assert_eq!(ctl.next_block(&ctx(&[Hint::Dtype(d)])).filters, Filters::NONE);
+    }
+    assert_eq!(ctl.next_block(&ctx(&[])).filters, Filters::NONE);
+    // With other hints too.
+    let got = ctl.next_block(&ctx(&[Hint::Hot, Hint::Dtype(Dtype::F32)]));
+    assert_eq!(got.filters.iter().next().map(|f| f.param()), Some(4));
+}
+
+#[test]
+fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
+    let threads = 8;
+    let data = text();
+    let s1 = best_rung(&data, Strategy::Throughput, GBE, threads).unwrap();
+    let s2 = best_rung(&data, Strategy::KeepPace, GBE, threads).unwrap();
+    assert!(s1 < s2);
+    // keep-pace file with a hot range: the hot range settles where S1 would.
+    let segs = [
+        Segment::new(150, data.clone()),
+        Segment::new(150, data.clone()).with_hints(vec![Hint::Hot]),
+        Segment::new(60, data.clone()),
+    ];
+    let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads);
+    let (ctl, rep) = run(cfg, &SimConfig::new(threads, GBE), &segs);
+    eprintln!("keep-pace with a hot range: {}", names(&rep, 140, 360));
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[149].decision.codec));
+    assert!(settled(&data, Strategy::Throughput, GBE, threads, rep.blocks[299].decision.codec));
+    // The file's own lane was not dragged along: after the hot range it is where it was.
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[359].decision.codec));
+    assert_eq!(ctl.status().strategy, Strategy::KeepPace);
+
+    // throughput file with a write-once range: that range settles where S2 would.
+    let segs = [
+        Segment::new(150, data.clone()),
+        Segment::new(150, data.clone()).with_hints(vec![Hint::WriteOnce]),
+    ];
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
+    let (_, rep) = run(cfg, &SimConfig::new(threads, GBE), &segs);
+    assert!(settled(&data, Strategy::Throughput, GBE, threads, rep.blocks[149].decision.codec));
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[299].decision.codec));
+
+    // static ignores both.
+    let cfg = ControllerConfig::new(Strategy::Static(spec("zstd:3")), Link::Fixed(GBE), threads);
+    let mut ctl = Controller::new(cfg);
+    for hints in [&[Hint::Hot][..], &[Hint::WriteOnce], &[]] {
+        let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints });
+        assert_eq!((d.codec, d.reason), (spec("zstd:3"), Reason::Static));
+    }
+}
+
+#[test]
+fn link_auto_is_measured_from_the_sink() {
+    let threads = 8;
+    for link in [GBE, TEN_GBE, FDR4] {
+        let mut ctl =
+            Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Auto, threads));
+        assert_eq!(ctl.status().link, None);
+        let first = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] });
+        assert_eq!((first.codec, first.reason), (spec("zstd:1"), Reason::Start));
+        let sim = SimConfig::new(threads, link).with_jitter(0.2, 7);
+        let rep = sim.run(&mut ctl, &[Segment::new(300, text())]);
+        let est = ctl.status().link.unwrap();
+        eprintln!(
+            "auto link {} MB/s: estimated {:.1} MB/s, ends on {}",
+            link / 1e6,
+            est / 1e6,
+            ctl.status().rung
+        );
+        assert!((est / link - 1.0).abs() < 0.05, "estimated {est} for {link}");
+        let last = rep.blocks[299].decision.codec;
+        assert!(ok(&text(), Strategy::KeepPace, link, threads, last), "{last}");
+    }
+}
+
+#[test]
+fn jitter_costs_little() {
+    // ±20 % per-block speed noise: keep-pace still keeps pace, throughput still beats raw.
+    let threads = 8;
+    for (strategy, link) in
+        [(Strategy::KeepPace, GBE), (Strategy::KeepPace, TEN_GBE), (Strategy::Throughput, TEN_GBE)]
+    {
+        let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+        let (ctl, rep) = run(
+            cfg,
+            &SimConfig::new(threads, link).with_jitter(0.2, 42),
+            &[Segment::new(600, text())],
+        );
+        let thr = rep.throughput_of(100, 600);
+        eprintln!(
+            "{strategy} {} MB/s with 20 % jitter: {:.0} MB/s, ratio {:.2}, ends on {}",
+            link / 1e6,
+            thr / 1e6,
+            rep.ratio(),
+            ctl.status().rung
+        );
+        assert!(thr >= 0.93 * link, "{strategy}: {thr}");
+        assert!(rep.ratio() > 2.0);
+    }
+}
+
+#[test]
+fn wrong_reference_shape_still_never_stays_too_slow() {
+    // Data whose speeds wiggle ±30 % around the reference shape.
+    let threads = 8;
+    let data = DataModel::monotone("rough", &Ladder::standard(), 0.5, 0.8, 0.3);
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(2.0)] {
+        for link in [GBE, TEN_GBE, FDR4] {
+            let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+            let (_, rep) =
+                run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
+            let slow = rep.blocks[100..]
+                .iter()
+                .filter(|b| !ok(&data, strategy, link, threads, b.decision.codec))
+                .count();
+            let last = rep.blocks[399].decision.codec;
+            let best =
+                best_rung(&data, strategy, link, threads).map(|r| Ladder::standard().rungs()[r]);
+            eprintln!(
+                "rough data {strategy} {} MB/s: ends on {last} (best {best:?}), {slow}/300 too slow: {}",
+                link / 1e6, names(&rep, 0, 400)
+            );
+            assert!(slow <= 30, "{strategy} {link}: {slow}");
+            assert!(ok(&data, strategy, link, threads, last));
+            if let Some(b) = best {
+                assert!(
+                    pos(b) - pos(last).min(pos(b)) <= 3,
+                    "{strategy} {link}: {last} far from {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn archive_and_static() {
+    let mut ctl = Controller::new(ControllerConfig::new(Strategy::Archive, Link::Auto, 4));
+    let rep = SimConfig::new(4, GBE).run(&mut ctl, &[Segment::new(20, text())]);
+    assert!(rep
+        .blocks
+        .iter()
+        .all(|b| b.decision.codec == spec("xz:9") && b.decision.reason == Reason::Archive));
+    assert_eq!(ctl.status().mode, Mode::Fixed);
+    assert_eq!(ctl.status().rung, spec("xz:9"));
+
+    // A static codec off the ladder is used as given.
+    let lz4hc = spec("lz4hc:9");
+    let mut ctl =
+        Controller::new(ControllerConfig::new(Strategy::Static(lz4hc), Link::Fixed(GBE), 4));
+    let rep = SimConfig::new(4, GBE).run(&mut ctl, &[Segment::new(20, text())]);
+    assert!(rep.blocks.iter().all(|b| b.decision.codec == lz4hc));
+    assert_eq!(ctl.status().rung, lz4hc);
+}
+
+#[test]
+fn start_rung_is_held_until_measured() {
+    let z19 = spec("zstd:19");
+    let mut ctl =
+        Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(FDR4), 8));
+    ctl.set_start(z19);
+    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+    for _ in 0..8 {
+        let d = ctl.next_block(&ctx);
+        assert_eq!((d.codec, d.reason), (z19, Reason::Start));
+    }
+    // Without a start and with a fixed link, the first rung is aimed from the reference table.
+    let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), 8));
+    let d = ctl.next_block(&ctx);
+    assert_eq!(d.reason, Reason::Start);
+    assert!(
+        pos(d.codec) > pos(spec("zstd:1")),
+        "a slow link with 8 threads starts beyond zstd:1: {}",
+        d.codec
+    );
+    let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(FDR4), 8));
+    assert_eq!(ctl.next_block(&ctx).codec.id().name(), "lz4");
+}
+
+#[test]
+fn stale_measurements_of_a_left_rung_do_not_push_it_further() {
+    // Blocks 0..8 are decided at zstd:1; all their measurements say zstd:1 runs at a third of
+    // the keep-pace target. The first one moves the controller; the other seven, late, may
+    // refine the aim but must not take it past the rung the full evidence points to.
+    let threads = 8;
+    let link = TEN_GBE;
+    let mut ctl = Controller::new(
+        ControllerConfig::new(Strategy::KeepPace, Link::Fixed(link), threads)
+            .with_start(spec("zstd:1")),
+    );
+    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+    let first: Vec<Decision> = (0..threads).map(|_| ctl.next_block(&ctx)).collect();
+    let per_thread = link / 3.0 / threads as f64;
+    let secs = (1u64 << 20) as f64 / per_thread;
+    let mut seen = Vec::new();
+    for d in &first {
+        ctl.record_block(&BlockMeasurement {
+            decision: *d,
+            raw_len: 1 << 20,
+            stored_len: 350_000,
+            stored_raw: false,
+            wall: Duration::from_secs_f64(secs),
+            cpu: Duration::from_secs_f64(secs),
+        });
+        seen.push(ctl.next_block(&ctx).codec);
+    }
+    let r: Vec<_> = seen.iter().map(|&c| pos(c)).collect();
+    // Every move goes faster, never back; speed ~3x means about the reference step of 3x.
+    assert!(r.windows(2).all(|w| w[1] <= w[0]), "{seen:?}");
+    assert!(r[0] < pos(spec("zstd:1")));
+    let want = reference_ratio_step(spec("zstd:1"), 3.0);
+    assert!(
+        r[threads - 1] + 1 >= want,
+        "went too far: {:?} (want about {})",
+        seen,
+        Ladder::standard().rungs()[want]
+    );
+}
+
+/// The last rung at least `factor` times faster than `from` in the reference table.
+fn reference_ratio_step(from: CodecSpec, factor: f64) -> usize {
+    let l = Ladder::standard();
+    let s = reference(from).speed * factor;
+    (1..pos(from)).rev().find(|&r| reference(l.rungs()[r]).speed >= s).unwrap_or(1)
+}
+
+fn arb_hints() -> impl Strategy2<Value = Vec<Hint>> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just(Hint::NoCompress),
+            Just(Hint::WriteOnce),
+            Just(Hint::Hot),
+            proptest::sample::select(Dtype::ALL.to_vec()).prop_map(Hint::Dtype),
+        ],
+        0..3,
+    )
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Next(Vec<Hint>, usize),
+    Block { pick: usize, raw: u64, stored: u64, stored_raw: bool, wall_ns: u64, cpu_ns: u64 },
+    Sink { bytes: u64, busy_ns: u64 },
+}
+
+fn arb_op() -> impl Strategy2<Value = Op> {
+    let len = prop_oneof![Just(0u64), Just(1), 1u64..=(64 << 20), Just(u64::MAX)];
+    let ns = prop_oneof![Just(0u64), 1u64..1_000_000_000, Just(u64::MAX)];
+    prop_oneof![
+        (arb_hints(), 0usize..=(2 << 20)).prop_map(|(h, n)| Op::Next(h, n)),
+        (any::<usize>(), len.clone(), len.clone(), any::<bool>(), ns.clone(), ns.clone()).prop_map(
+            |(pick, raw, stored, stored_raw, wall_ns, cpu_ns)| Op::Block {
+                pick,
+                raw,
+                stored,
+                stored_raw,
+                wall_ns,
+                cpu_ns
+            }
+        ),
+        (len, ns).prop_map(|(bytes, busy_ns)| Op::Sink { bytes, busy_ns }),
+    ]
+}
+
+fn arb_strategy() -> impl Strategy2<Value = Strategy> {
+    prop_oneof![
+        Just(Strategy::Throughput),
+        Just(Strategy::KeepPace),
+        (0.0f64..10.0).prop_map(Strategy::Prolong),
+        Just(Strategy::Prolong(f64::NAN)),
+        Just(Strategy::Archive),
+        proptest::sample::select(Ladder::standard().rungs().to_vec()).prop_map(Strategy::Static),
+    ]
+}
+
+fn arb_link() -> impl Strategy2<Value = Link> {
+    prop_oneof![
+        Just(Link::Auto),
+        (1.0f64..1e11).prop_map(Link::Fixed),
+        Just(Link::Fixed(0.0)),
+        Just(Link::Fixed(f64::NAN)),
+        Just(Link::Fixed(f64::INFINITY)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        // Failures are kept next to this file (tests/controller.regressions) and rerun first.
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("regressions"),
+        )),
+        ..ProptestConfig::default()
+    })]
+
+    /// Any sequence of measurements, however absurd, never panics, and every decision is a
+    /// rung of the ladder (or the static codec) with valid filters.
+    #[test]
+    fn random_measurements_never_panic(
+        strategy in arb_strategy(),
+        link in arb_link(),
+        threads in 0usize..64,
+        start in proptest::option::of(proptest::sample::select(Ladder::standard().rungs().to_vec())),
+        ops in proptest::collection::vec(arb_op(), 0..300),
+    ) {
+        let mut cfg = ControllerConfig::new(strategy, link, threads);
+        cfg.start = start;
+        let mut ctl = Controller::new(cfg);
+        let ladder = Ladder::standard();
+        let mut decisions: Vec<Decision> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Next(hints, len) => {
+                    let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: len, hints: &hints });
+                    let on_ladder = ladder.position(d.codec).is_some();
+                    let is_static = matches!(strategy, Strategy::Static(c) if c == d.codec);
+                    prop_assert!(on_ladder || is_static, "{} not on the ladder", d.codec);
+                    if hints.contains(&Hint::NoCompress) {
+                        prop_assert_eq!(d.codec, CodecSpec::NONE);
+                    }
+                    if d.codec == CodecSpec::NONE {
+                        prop_assert!(d.filters.is_empty());
+                    }
+                    prop_assert_eq!(d.seq, decisions.len() as u64);
+                    decisions.push(d);
+                }
+                Op::Block { pick, raw, stored, stored_raw, wall_ns, cpu_ns } => {
+                    let decision = if decisions.is_empty() {
+                        Decision { codec: spec("zstd:3"), filters: Filters::NONE, reason: Reason::Hold, seq: 99 }
+                    } else {
+                        decisions[pick % decisions.len()]
+                    };
+                    ctl.record_block(&BlockMeasurement {
+                        decision,
+                        raw_len: raw,
+                        stored_len: stored,
+                        stored_raw,
+                        wall: Duration::from_nanos(wall_ns),
+                        cpu: Duration::from_nanos(cpu_ns),
+                    });
+                }
+                Op::Sink { bytes, busy_ns } => {
+                    ctl.record_sink(&SinkMeasurement { bytes, busy: Duration::from_nanos(busy_ns) });
+                }
+            }
+            let st = ctl.status();
+            for v in [st.target, st.speed, st.ratio, st.link, st.cpu_share].into_iter().flatten() {
+                prop_assert!(!v.is_nan(), "NaN in status {:?}", st);
+            }
+        }
+    }
+
+    #[test]
+    fn strategy_and_hint_text_round_trips(f in 1.0f64..1e6, i in 0usize..48, d in 0usize..10) {
+        let c = Ladder::standard().rungs()[i];
+        for s in [Strategy::Prolong(f), Strategy::Static(c), Strategy::Throughput, Strategy::KeepPace, Strategy::Archive] {
+            prop_assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
+        }
+        let h = Hint::Dtype(Dtype::ALL[d]);
+        prop_assert_eq!(h.to_string().parse::<Hint>().unwrap(), h);
+    }
+
+    #[test]
+    fn junk_never_parses_as_a_strategy(s in "[a-z0-9=:.-]{0,12}") {
+        let known = ["throughput", "s1", "keep-pace", "s2", "archive"];
+        if let Ok(st) = s.parse::<Strategy>() {
+            let ok = known.contains(&s.as_str())
+                || s.starts_with("prolong=") || s.starts_with("s3=") || s.starts_with("static=");
+            prop_assert!(ok, "{:?} parsed as {}", s, st);
+        }
+    }
+}
