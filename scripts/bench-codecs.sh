@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Side-by-side codec benchmark: `adz compress --codec lz4:1 / zstd:3` against the `lz4` and
+# `zstd` command-line tools on the same 1 GiB of text (issue 2), plus decompression of each.
+# A benchmark, not a test: it prints figures and writes hyperfine exports; it passes or fails
+# nothing. Committed runs live in docs/benchmarks/<date>-codecs/ with their exact command.
+#
+#   scripts/bench-codecs.sh                 # or: make bench
+#   RUNS=5 RESULTS=/tmp/r scripts/bench-codecs.sh
+#
+# Environment:
+#   CACHE    cache dir (default .cache): datasets in $CACHE/datasets, work files in $CACHE/bench
+#   RUNS     timed runs per command (default 10), after one warmup run
+#   RESULTS  where the exports go (default $CACHE/bench/results-<date>)
+#   DATASET  dataset name from scripts/datasets.sh (default text-1g)
+#
+# Method: input and outputs are files on the same local filesystem; the input is read once
+# first so every run finds it in the page cache. Before every timed run of every command the
+# outputs are deleted and `sync` is run, so each command creates a fresh file with no dirty
+# pages left by the previous run. adz's commit fsyncs its output (its durability contract) and
+# the native tools do not, so each pair also has an informational row "native + fsync" that
+# runs `sync FILE` (fsync of that one file) after the native tool.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+CACHE=${CACHE:-.cache}
+RUNS=${RUNS:-10}
+DATASET=${DATASET:-text-1g}
+mkdir -p "$CACHE/bench"
+CACHE=$(cd "$CACHE" && pwd)
+WORK="$CACHE/bench"
+RESULTS=${RESULTS:-$WORK/results-$(date +%F)}
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
+
+log() { echo "bench: $*" >&2; }
+
+log "building adz (release)"
+cargo build --release -q -p adz-cli
+export PATH="$REPO/target/release:$PATH"
+
+CACHE="$CACHE" scripts/datasets.sh "$DATASET"
+
+if ! command -v hyperfine >/dev/null; then
+    log "installing hyperfine"
+    apt-get install -y -qq hyperfine >/dev/null 2>&1 \
+        || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
+fi
+for tool in lz4 zstd python3; do
+    command -v "$tool" >/dev/null || { log "error: $tool not found"; exit 1; }
+done
+
+cd "$WORK"
+# A hard link, not a symbolic one: some tools skip symbolic links (zstd -b does).
+ln -f "$CACHE/datasets/$DATASET" "$DATASET"
+IN=$DATASET
+raw_size=$(stat -L -c %s "$IN")
+
+{
+    echo "date: $(date -u +%FT%TZ)"
+    echo "nproc: $(nproc)"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+    echo "memory: $(free -g | awk '/^Mem:/ {print $2}') GiB"
+    echo "kernel: $(uname -sr)"
+    echo "filesystem: $(df -T . | awk 'NR==2 {print $2, $1}')"
+    echo "adz: $(adz --version) (git $(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- crates || echo ', with uncommitted changes in crates/'))"
+    echo "rustc: $(rustc --version)"
+    echo "lz4: $(lz4 --version 2>&1 | head -1)"
+    echo "zstd: $(zstd --version 2>&1 | head -1)"
+    echo "hyperfine: $(hyperfine --version)"
+    echo "dataset: $DATASET, $raw_size bytes, sha256 $(sha256sum -b "$IN" | cut -c1-64)"
+    [ -f "$CACHE/datasets/linux-source-6.1.tar.xz.deb" ] \
+        && echo "dataset source: $(cat "$CACHE/datasets/linux-source-6.1.tar.xz.deb")"
+    echo "runs: $RUNS (after 1 warmup run), prepare: rm -f outputs; sync"
+} | tee "$RESULTS/environment.txt"
+
+log "warming the page cache with $IN"
+cat "$IN" > /dev/null
+
+OUTS="out.adz out.lz4 out.zst out.raw"
+PREPARE="rm -f $OUTS; sync"
+bench() { # bench NAME hyperfine-args...
+    local name=$1
+    shift
+    echo
+    log "== $name"
+    hyperfine --warmup 1 --runs "$RUNS" --prepare "$PREPARE" \
+        --export-json "$RESULTS/$name.json" --export-markdown "$RESULTS/$name.md" "$@"
+}
+
+bench compress-lz4 \
+    -n "adz lz4:1" "adz compress -q -f --codec lz4:1 $IN out.adz" \
+    -n "lz4 -1" "lz4 -1 -f -q $IN out.lz4" \
+    -n "lz4 -1 + fsync" "lz4 -1 -f -q $IN out.lz4 && sync out.lz4" \
+    -n "adz lz4:1 -B 4M" "adz compress -q -f -B 4M --codec lz4:1 $IN out.adz"
+
+bench compress-zstd \
+    -n "adz zstd:3" "adz compress -q -f --codec zstd:3 $IN out.adz" \
+    -n "zstd -3" "zstd -3 --single-thread -f -q $IN -o out.zst" \
+    -n "zstd -3 + fsync" "zstd -3 --single-thread -f -q $IN -o out.zst && sync out.zst"
+
+# Compressed inputs for the decompression pairs, made outside any timed region; their sizes
+# give the ratios.
+log "making the compressed files"
+adz compress -q -f --codec lz4:1 "$IN" in.lz4.adz
+adz compress -q -f -B 4M --codec lz4:1 "$IN" in.lz4-4m.adz
+adz compress -q -f --codec zstd:3 "$IN" in.zstd.adz
+lz4 -1 -f -q "$IN" in.lz4
+zstd -3 --single-thread -f -q "$IN" -o in.zst
+cat in.lz4.adz in.zstd.adz in.lz4 in.zst > /dev/null
+
+check_round_trip() {
+    cmp -s "$IN" out.raw || { log "error: out.raw differs from $IN after $1"; exit 1; }
+}
+
+bench decompress-lz4 \
+    -n "adz decompress (lz4:1)" "adz decompress -q -f in.lz4.adz out.raw" \
+    -n "lz4 -d" "lz4 -d -f -q in.lz4 out.raw" \
+    -n "lz4 -d + fsync" "lz4 -d -f -q in.lz4 out.raw && sync out.raw"
+check_round_trip "lz4 -d"
+
+bench decompress-zstd \
+    -n "adz decompress (zstd:3)" "adz decompress -q -f in.zstd.adz out.raw" \
+    -n "zstd -d" "zstd -d -f -q in.zst -o out.raw" \
+    -n "zstd -d + fsync" "zstd -d -f -q in.zst -o out.raw && sync out.raw"
+check_round_trip "zstd -d"
+adz decompress -q -f in.lz4.adz out.raw && check_round_trip "adz decompress (lz4)"
+adz decompress -q -f in.zstd.adz out.raw && check_round_trip "adz decompress (zstd)"
+rm -f $OUTS
+
+{
+    echo "raw $raw_size"
+    for f in in.lz4.adz in.lz4-4m.adz in.lz4 in.zstd.adz in.zst; do
+        echo "$f $(stat -c %s "$f")"
+    done
+} > "$RESULTS/sizes.txt"
+
+# Context, not part of the comparison: the native tools' own in-memory benchmark (no file I/O,
+# no frame format), on the whole input as one stream and cut into independent blocks like
+# adz's. It separates what the codec library does from what the I/O path adds, and shows what
+# zstd's cross-block window is worth.
+echo
+log "== in-memory reference: zstd -b / lz4 -b"
+{
+    for cmd in "zstd -b3 -i5 $IN" "zstd -b3 -i5 -B1M $IN" "lz4 -b1 -i5 -B7 $IN"; do
+        printf '%-26s ' "$cmd"
+        $cmd 2>&1 | tr '\r' '\n' | grep -- '->' | tail -1 | sed 's/^[^:]*: *//'
+    done
+} | tee "$RESULTS/in-memory-reference.txt"
+echo
+
+python3 - "$RESULTS" <<'EOF' | tee "$RESULTS/summary.md"
+import json, sys
+d = sys.argv[1]
+sizes = dict(l.split() for l in open(f"{d}/sizes.txt"))
+raw = int(sizes["raw"])
+ratio_of = {"adz lz4:1": "in.lz4.adz", "adz lz4:1 -B 4M": "in.lz4-4m.adz", "lz4 -1": "in.lz4",
+            "adz zstd:3": "in.zstd.adz", "zstd -3": "in.zst"}
+print("| benchmark | command | mean ± σ (s) | min (s) | MB/s | ratio | vs native (mean) | vs native (min) |")
+print("|---|---|---|---|---|---|---|---|")
+for name, native in [("compress-lz4", "lz4 -1"), ("compress-zstd", "zstd -3"),
+                     ("decompress-lz4", "lz4 -d"), ("decompress-zstd", "zstd -d")]:
+    res = json.load(open(f"{d}/{name}.json"))["results"]
+    by = {r["command"]: r for r in res}
+    base = by[native]
+    for r in res:
+        f = ratio_of.get(r["command"])
+        ratio = f"{raw / int(sizes[f]):.3f}" if f else ""
+        rel = "" if r is base else f"{r['mean'] / base['mean']:.3f}"
+        rel_min = "" if r is base else f"{r['min'] / base['min']:.3f}"
+        print(f"| {name} | {r['command']} | {r['mean']:.3f} ± {r['stddev']:.3f} | "
+              f"{r['min']:.3f} | {raw / r['mean'] / 1e6:.0f} | {ratio} | {rel} | {rel_min} |")
+EOF
+echo
+log "results in $RESULTS"
