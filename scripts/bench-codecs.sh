@@ -32,6 +32,7 @@ WORK="$CACHE/bench"
 RESULTS=${RESULTS:-$WORK/results-$(date +%F)}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
+rm -f "$RESULTS/loadavg.txt"
 
 log() { echo "bench: $*" >&2; }
 
@@ -84,8 +85,11 @@ bench() { # bench NAME hyperfine-args...
     shift
     echo
     log "== $name"
+    # Another busy process on the machine skews a run: keep the load next to the figures.
+    echo "$name before: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$RESULTS/loadavg.txt"
     hyperfine --warmup 1 --runs "$RUNS" --prepare "$PREPARE" \
         --export-json "$RESULTS/$name.json" --export-markdown "$RESULTS/$name.md" "$@"
+    echo "$name after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$RESULTS/loadavg.txt"
 }
 
 bench compress-lz4 \
