@@ -60,6 +60,12 @@ pub struct ControllerConfig {
     pub probe_rungs: Vec<CodecSpec>,
     /// Half-life of the link estimate, in bytes written. Default 32 MiB.
     pub link_memory_bytes: u64,
+    /// The most rungs one move towards more effort may climb. Default 2. Speeds measured on
+    /// one kind of data extrapolate badly to the next (sparse data compresses ten times
+    /// faster than text at every level), and a rung that is too slow costs far more time per
+    /// block than one that is too fast costs ratio; capping the climb bounds what a wrong
+    /// extrapolation can cost before the next measurement corrects it.
+    pub max_climb: usize,
 }
 
 impl ControllerConfig {
@@ -85,6 +91,7 @@ impl ControllerConfig {
             probe_interval_max: 10,
             probe_rungs: vec![spec(CodecId::Lz4, 1), spec(CodecId::Zstd, 1)],
             link_memory_bytes: 32 << 20,
+            max_climb: 2,
         }
     }
 
@@ -180,6 +187,12 @@ pub struct SinkMeasurement {
     pub bytes: u64,
     /// Time spent in the write call.
     pub busy: Duration,
+    /// The frame was already waiting when the previous write finished, so this write started
+    /// at once and its time is pure sink time. After an idle gap a sink may take a frame at
+    /// once (socket buffers, a throttle's burst credit), which would make the link look faster
+    /// than it is: once any backlogged write has been seen, only backlogged writes measure
+    /// the link.
+    pub backlogged: bool,
 }
 
 /// What mode the controller is in (for [`Status`]).
@@ -559,7 +572,7 @@ impl Controller {
 
     /// What the sink measured: bytes written and time spent writing them.
     pub fn record_sink(&mut self, m: &SinkMeasurement) {
-        self.link.add(m.bytes, m.busy.as_secs_f64());
+        self.link.add(m.bytes, m.busy.as_secs_f64(), m.backlogged);
     }
 
     /// A snapshot for tracing and progress.
@@ -863,6 +876,7 @@ impl Controller {
                 let first_ok = (cur + 1 < n && next_ok(cur + 1)).then_some(cur + 1);
                 let half = self.last_ok_from(strategy, link, cur + 1, need);
                 if let Some(r) = first_ok.max(half) {
+                    let r = r.min(cur + self.cfg.max_climb.max(1));
                     moved(&mut lane, r, false);
                     lane.tentative = self.headroom(strategy, link, r) < 1.0;
                     reason = Reason::Headroom;

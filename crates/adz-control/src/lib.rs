@@ -30,7 +30,11 @@
 //!     wall: Duration::from_millis(50),
 //!     cpu: Duration::from_millis(50),
 //! });
-//! ctl.record_sink(&SinkMeasurement { bytes: 350_048, busy: Duration::from_millis(3) });
+//! ctl.record_sink(&SinkMeasurement {
+//!     bytes: 350_048,
+//!     busy: Duration::from_millis(3),
+//!     backlogged: true,
+//! });
 //!
 //! // Too slow: the next block gets a faster setting at once.
 //! let next = ctl.next_block(&BlockContext { raw_offset: 1 << 20, ..ctx });

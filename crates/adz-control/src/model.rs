@@ -235,14 +235,33 @@ pub(crate) struct LinkEstimator {
     bytes: f64,
     secs: f64,
     halflife_bytes: f64,
+    /// A backlogged sample has been seen: from then on only those count.
+    backlogged_only: bool,
 }
 
 impl LinkEstimator {
     pub fn new(halflife_bytes: f64) -> LinkEstimator {
-        LinkEstimator { bytes: 0.0, secs: 0.0, halflife_bytes: halflife_bytes.max(1.0) }
+        LinkEstimator {
+            bytes: 0.0,
+            secs: 0.0,
+            halflife_bytes: halflife_bytes.max(1.0),
+            backlogged_only: false,
+        }
     }
 
-    pub fn add(&mut self, bytes: u64, secs: f64) {
+    /// Add a write of `bytes` that took `secs`. Writes after an idle sink may have been
+    /// absorbed by a buffer: until a backlogged write is seen they are all there is (and an
+    /// overestimate only errs towards faster codecs, which is safe); the first backlogged one
+    /// replaces them, and later unbacklogged ones are ignored.
+    pub fn add(&mut self, bytes: u64, secs: f64, backlogged: bool) {
+        if backlogged && !self.backlogged_only {
+            self.backlogged_only = true;
+            self.bytes = 0.0;
+            self.secs = 0.0;
+        }
+        if self.backlogged_only && !backlogged {
+            return;
+        }
         // A write that took no measurable time says nothing about the link's speed.
         if bytes == 0 || !(secs.is_finite() && secs > 0.0) {
             return;
@@ -297,11 +316,28 @@ mod tests {
     fn link_estimate_is_bytes_over_busy_time() {
         let mut l = LinkEstimator::new(64e6);
         assert_eq!(l.get(), None);
-        l.add(0, 1.0);
-        l.add(10, 0.0);
+        l.add(0, 1.0, false);
+        l.add(10, 0.0, false);
         assert_eq!(l.get(), None);
         for _ in 0..100 {
-            l.add(1 << 20, (1 << 20) as f64 / 117e6);
+            l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
+        }
+        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn writes_into_a_buffer_after_idle_do_not_inflate_the_link() {
+        let mut l = LinkEstimator::new(32e6);
+        // Before any backlog: writes absorbed by a buffer look very fast; they are all there is.
+        l.add(1 << 20, 1e-4, false);
+        assert!(l.get().unwrap() > 1e9);
+        // The first backlogged write replaces them.
+        l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
+        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
+        // Later writes after idle gaps are ignored.
+        for _ in 0..50 {
+            l.add(1 << 20, 1e-5, false);
+            l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
         }
         assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
     }

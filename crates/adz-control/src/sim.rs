@@ -277,6 +277,8 @@ impl SimConfig {
                 let s = SinkMeasurement {
                     bytes: stored + FRAME_HEADER,
                     busy: Duration::from_secs_f64(busy),
+                    // The simulated link has no buffer: every write is pure link time.
+                    backlogged: true,
                 };
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {

@@ -716,7 +716,11 @@ proptest! {
                     });
                 }
                 Op::Sink { bytes, busy_ns } => {
-                    ctl.record_sink(&SinkMeasurement { bytes, busy: Duration::from_nanos(busy_ns) });
+                    ctl.record_sink(&SinkMeasurement {
+                        bytes,
+                        busy: Duration::from_nanos(busy_ns),
+                        backlogged: true,
+                    });
                 }
             }
             let st = ctl.status();
