@@ -34,6 +34,9 @@ const DEFAULT_BURST_TIME: Duration = Duration::from_millis(10);
 /// bytes, at least 1 MiB): a link that was idle for longer starts its next transfer as if it
 /// had been idle for exactly that long, like a token bucket of that size. A new link starts
 /// with an empty bucket, so a measurement from the first byte is not flattered by a burst.
+/// Where the link's speed is itself measured from write times (adz's `--link auto`), choose a
+/// small burst with [`burst`](Throttled::burst): every short idle gap lets up to a burst pass
+/// at once, which makes the link look faster than it is.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -108,6 +111,11 @@ impl<S: Storage> Throttled<S> {
     /// Unwraps the store.
     pub fn into_inner(self) -> S {
         self.inner
+    }
+
+    /// Pace an upload that did not come from this store (a pipe, say) through this link.
+    pub fn wrap_upload(&self, inner: Box<dyn Upload>) -> Box<dyn Upload> {
+        Box::new(ThrottledUpload { inner, pacer: Arc::clone(&self.writes) })
     }
 
     fn pace_read(&self, bytes: usize) {
