@@ -29,6 +29,13 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The storage underneath failed.
+    #[error(transparent)]
+    Store(#[from] adz_store::Error),
+    /// The write pipeline stopped: a sink error, a dropped writer, a failed worker. The
+    /// message says which; nothing was committed.
+    #[error("write failed: {0}")]
+    Pipeline(String),
     /// An option has a value that cannot work.
     #[error("invalid option: {0}")]
     Config(String),

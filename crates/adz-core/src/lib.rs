@@ -20,12 +20,16 @@
 mod error;
 mod frame_codec;
 pub mod info;
+pub mod pipeline;
 pub mod scan;
 pub mod stream;
 
 pub use error::{Error, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;
+pub use pipeline::{
+    Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
+};
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{
     decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, Summary,
@@ -33,4 +37,6 @@ pub use stream::{
 };
 
 pub use adz_codec as codec;
+pub use adz_control as control;
 pub use adz_format as format;
+pub use adz_store as store;

@@ -1,0 +1,921 @@
+//! The adaptive write pipeline (thesis 3.2 and 4.1): the application's bytes are cut into
+//! blocks, N workers compress them with the codec the controller picks for each block, and a
+//! sequencer writes the frames in order to a storage upload.
+//!
+//! ```text
+//!  write / write_from / write_async ─► cutter ─► job queue ─► workers (N) ─► sequencer ─► Upload
+//!                                                  ▲   decisions  │ measurements │ sink times
+//!                                                  └── Controller ◄──────────────┘
+//! ```
+//!
+//! Memory is bounded by two pools of `buffers` buffers each: raw blocks (filled by `write` and
+//! `write_from`; `write_async` needs none, its blocks are slices of the caller's buffer) and
+//! frames (a worker takes one before it takes a job, and the sequencer gives it back once the
+//! frame is written). Because a worker holds a frame buffer before it pops a job, and jobs are
+//! popped in order, the job the sequencer waits for is always in the hands of a worker that can
+//! finish it: the pools cannot deadlock.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use adz_control::{
+    BlockContext, BlockMeasurement, Controller, ControllerConfig, Hint, Link, SinkMeasurement,
+    Status, Strategy,
+};
+use adz_format::{FileHeader, FrameHeader, TrailerBuilder};
+use adz_store::{Storage, Upload};
+use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
+use serde::Serialize;
+
+use crate::{Error, FrameEncoder, Result, DEFAULT_BLOCK_SIZE};
+
+/// How a [`Writer`] works.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// What the controller aims for.
+    pub strategy: Strategy,
+    /// The link speed: measured from the sink (`Auto`) or given.
+    pub link: Link,
+    /// Compression threads; 0 = one per core.
+    pub threads: usize,
+    /// Raw bytes per block.
+    pub block_size: u32,
+    /// Buffers in each pool; 0 = 2 × threads + 2 (the thesis' minimum is 2 × threads, so the
+    /// workers can run two pipeline cycles ahead of the sink).
+    pub buffers: usize,
+    /// Hints for the whole file (`write-once`, `hot`, `dtype=...`).
+    pub hints: Vec<Hint>,
+    /// Where to write one JSON line per block (see [`TraceRecord`]).
+    pub trace: Option<TraceSink>,
+}
+
+/// Where trace lines go: any writer, shared with the sequencer thread.
+#[derive(Clone)]
+pub struct TraceSink(Arc<Mutex<dyn Write + Send>>);
+
+impl TraceSink {
+    /// Trace to `w`.
+    pub fn new(w: impl Write + Send + 'static) -> TraceSink {
+        TraceSink(Arc::new(Mutex::new(w)))
+    }
+
+    /// Flush the writer.
+    pub fn flush(&self) -> std::io::Result<()> {
+        lock(&self.0).flush()
+    }
+}
+
+impl std::fmt::Debug for TraceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceSink")
+    }
+}
+
+impl Default for WriteOptions {
+    fn default() -> WriteOptions {
+        WriteOptions {
+            strategy: Strategy::Throughput,
+            link: Link::Auto,
+            threads: 0,
+            block_size: DEFAULT_BLOCK_SIZE,
+            buffers: 0,
+            hints: Vec::new(),
+            trace: None,
+        }
+    }
+}
+
+/// One line of `--trace`: what happened to one block.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRecord {
+    /// Block number.
+    pub seq: u64,
+    /// Raw offset.
+    pub offset: u64,
+    /// Raw bytes.
+    pub raw: u64,
+    /// Payload bytes stored.
+    pub stored: u64,
+    /// Codec and filters chosen (`zstd:3`, `lz4:1 shuffle:8`, `none`).
+    pub config: String,
+    /// Why the controller chose it.
+    pub reason: String,
+    /// Compression did not pay: stored raw.
+    pub stored_raw: bool,
+    /// Wall time the worker spent, seconds.
+    pub wall_s: f64,
+    /// CPU time the worker spent, seconds.
+    pub cpu_s: f64,
+    /// This block's compression speed on one thread, raw MB/s.
+    pub speed_mbs: f64,
+    /// The controller's estimate of the aggregate compression speed, MB/s.
+    pub agg_speed_mbs: Option<f64>,
+    /// The controller's target, MB/s.
+    pub target_mbs: Option<f64>,
+    /// The link speed in use, MB/s.
+    pub link_mbs: Option<f64>,
+    /// Time the sink took for this frame, seconds.
+    pub sink_s: f64,
+    /// Seconds since the writer was created, when the frame was written.
+    pub t_s: f64,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WriteSummary {
+    /// Raw bytes written by the application.
+    pub raw_bytes: u64,
+    /// Bytes of the adz file, headers and trailer included.
+    pub stored_bytes: u64,
+    /// Number of frames.
+    pub frames: u64,
+    /// Frames per configuration (`zstd:3`, `zstd:3 (stored raw)`, `none (stored raw)`, ...).
+    pub configs: BTreeMap<String, u64>,
+    /// Wall time from creation to the commit, seconds.
+    pub seconds: f64,
+    /// The link speed the controller used at the end (given, or measured), bytes/s.
+    pub link: Option<f64>,
+    /// Time the sink was busy, seconds.
+    pub sink_seconds: f64,
+    /// The strategy.
+    pub strategy: String,
+}
+
+impl WriteSummary {
+    /// Raw bytes per stored byte.
+    pub fn ratio(&self) -> f64 {
+        if self.raw_bytes == 0 {
+            1.0
+        } else {
+            self.raw_bytes as f64 / self.stored_bytes.max(1) as f64
+        }
+    }
+
+    /// Raw bytes per second of wall time.
+    pub fn speed(&self) -> f64 {
+        self.raw_bytes as f64 / self.seconds.max(1e-9)
+    }
+
+    /// How much faster than sending the raw bytes through the same link (None if the link is
+    /// unknown).
+    pub fn speedup(&self) -> Option<f64> {
+        self.link.map(|l| (self.raw_bytes as f64 / l) / self.seconds.max(1e-9))
+    }
+}
+
+/// A snapshot for progress displays.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Raw bytes accepted from the application.
+    pub raw_in: u64,
+    /// Raw bytes whose frames have been written.
+    pub raw_written: u64,
+    /// File bytes written.
+    pub stored_written: u64,
+    /// The controller's view.
+    pub status: Status,
+}
+
+/// The data of one block: a raw buffer of the pool, or a slice of an asynchronous write.
+enum BlockData {
+    Owned(Vec<u8>),
+    Shared(SharedSlice),
+}
+
+impl BlockData {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            BlockData::Owned(v) => v,
+            BlockData::Shared(s) => &s.buf.as_ref().as_ref()[s.range.clone()],
+        }
+    }
+}
+
+/// A slice of an asynchronous write's buffer. Fields drop in order: the buffer reference goes
+/// before the guard counts the block done, so when the count reaches zero no worker holds the
+/// buffer and [`WriteHandle::wait`] can hand it back.
+struct SharedSlice {
+    buf: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    range: Range<usize>,
+    _done: AsyncGuard,
+}
+
+struct AsyncState {
+    remaining: Mutex<usize>,
+    cv: Condvar,
+}
+
+struct AsyncGuard(Arc<AsyncState>);
+
+impl Drop for AsyncGuard {
+    fn drop(&mut self) {
+        let mut n = lock(&self.0.remaining);
+        *n -= 1;
+        if *n == 0 {
+            self.0.cv.notify_all();
+        }
+    }
+}
+
+struct Job {
+    raw_offset: u64,
+    data: BlockData,
+    hints: Vec<Hint>,
+}
+
+struct Done {
+    seq: u64,
+    header: FrameHeader,
+    frame: Vec<u8>,
+    measurement: BlockMeasurement,
+}
+
+struct Dispatch {
+    queue: VecDeque<Job>,
+    controller: Controller,
+    closed: bool,
+}
+
+struct Shared {
+    dispatch: Mutex<Dispatch>,
+    work: Condvar,
+    failure: Mutex<Option<String>>,
+    /// Dropped on failure, which wakes everything blocked on a pool.
+    abort_tx: Mutex<Option<Sender<()>>>,
+    abort_rx: Receiver<()>,
+    raw_in: AtomicU64,
+    raw_written: AtomicU64,
+    stored_written: AtomicU64,
+}
+
+impl Shared {
+    fn fail(&self, why: String) {
+        {
+            let mut f = lock(&self.failure);
+            if f.is_none() {
+                *f = Some(why);
+            }
+        }
+        lock(&self.abort_tx).take();
+        let mut d = lock(&self.dispatch);
+        d.closed = true;
+        d.queue.clear();
+        drop(d);
+        self.work.notify_all();
+    }
+
+    fn check(&self) -> Result<()> {
+        match &*lock(&self.failure) {
+            Some(why) => Err(Error::Pipeline(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Take a buffer from a pool, or fail if the pipeline has failed.
+    fn take(&self, pool: &Receiver<Vec<u8>>) -> Result<Vec<u8>> {
+        crossbeam::channel::select! {
+            recv(pool) -> b => b.map_err(|_| Error::Pipeline("buffer pool closed".to_owned())),
+            recv(self.abort_rx) -> _ => { self.check()?; Err(Error::Pipeline("aborted".to_owned())) }
+        }
+    }
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in another pipeline thread must not hide the original error behind a poison.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the sequencer hands back when it is done.
+struct Sequenced {
+    upload: Box<dyn Upload>,
+    trailer: TrailerBuilder,
+    file_offset: u64,
+    configs: BTreeMap<String, u64>,
+    sink_busy: Duration,
+}
+
+/// Writes an adz file through the adaptive pipeline.
+///
+/// ```
+/// use std::sync::Arc;
+/// use adz_core::{Writer, WriteOptions};
+/// use adz_store::{MemoryStorage, Storage};
+///
+/// let store = MemoryStorage::new();
+/// let opts = WriteOptions { strategy: "static=zstd:3".parse()?, threads: 2, ..Default::default() };
+/// let mut w = Writer::create(&store, "run1.adz", opts)?;
+/// w.write(&b"solver output ".repeat(100_000))?;           // returns once buffered
+/// let handle = w.write_async(vec![7u8; 3 << 20])?;        // returns at once
+/// // ... compute meanwhile ...
+/// let buffer_back = handle.wait()?;                        // compressed: reuse the buffer
+/// let summary = w.finish()?;
+/// assert!(summary.ratio() > 10.0);
+/// assert_eq!(store.size("run1.adz")?, summary.stored_bytes);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Writer {
+    shared: Arc<Shared>,
+    raw_pool: Receiver<Vec<u8>>,
+    raw_return: Sender<Vec<u8>>,
+    /// A partly filled block from `write`/`write_from`.
+    pending: Option<Vec<u8>>,
+    raw_offset: u64,
+    block_size: usize,
+    file_hints: Vec<Hint>,
+    ranges: Vec<(Range<u64>, Hint)>,
+    workers: Vec<JoinHandle<()>>,
+    sequencer: Option<JoinHandle<Option<Sequenced>>>,
+    done_tx: Option<Sender<Done>>,
+    started: Instant,
+    strategy: Strategy,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("raw_offset", &self.raw_offset).finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    /// Create `name` in `storage` and start the pipeline. Nothing is visible under `name` until
+    /// [`finish`](Self::finish) succeeds.
+    pub fn create(storage: &dyn Storage, name: &str, opts: WriteOptions) -> Result<Writer> {
+        let upload = storage.create(name)?;
+        Writer::with_upload(upload, opts)
+    }
+
+    /// Start the pipeline on an upload already begun (a pipe, say).
+    pub fn with_upload(upload: Box<dyn Upload>, opts: WriteOptions) -> Result<Writer> {
+        let block_size = opts.block_size;
+        let header = FileHeader::new(block_size)?;
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            opts.threads
+        };
+        let buffers = if opts.buffers == 0 { 2 * threads + 2 } else { opts.buffers.max(2) };
+        let controller = Controller::new(ControllerConfig::new(opts.strategy, opts.link, threads));
+        let keep = controller.keep_threshold();
+        let (abort_tx, abort_rx) = bounded::<()>(0);
+        let shared = Arc::new(Shared {
+            dispatch: Mutex::new(Dispatch { queue: VecDeque::new(), controller, closed: false }),
+            work: Condvar::new(),
+            failure: Mutex::new(None),
+            abort_tx: Mutex::new(Some(abort_tx)),
+            abort_rx,
+            raw_in: AtomicU64::new(0),
+            raw_written: AtomicU64::new(0),
+            stored_written: AtomicU64::new(0),
+        });
+
+        let (raw_return, raw_pool) = bounded::<Vec<u8>>(buffers);
+        let (frame_return, frame_pool) = bounded::<Vec<u8>>(buffers);
+        for _ in 0..buffers {
+            // Buffers grow to their working size on first use.
+            raw_return.send(Vec::new()).expect("pool has room");
+            frame_return.send(Vec::new()).expect("pool has room");
+        }
+        let (done_tx, done_rx) = unbounded::<Done>();
+        let started = Instant::now();
+
+        let mut workers = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let w_shared = Arc::clone(&shared);
+            let frame_pool = frame_pool.clone();
+            let frame_return = frame_return.clone();
+            let raw_return = raw_return.clone();
+            let done_tx = done_tx.clone();
+            let spawned =
+                std::thread::Builder::new().name(format!("adz-worker-{i}")).spawn(move || {
+                    worker(&w_shared, &frame_pool, &frame_return, &raw_return, &done_tx, keep)
+                });
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    shared.fail(format!("cannot start a worker thread: {e}"));
+                    return Err(Error::io("starting worker threads", e));
+                }
+            }
+        }
+
+        let seq_shared = Arc::clone(&shared);
+        let trace = opts.trace.clone();
+        let sequencer = std::thread::Builder::new()
+            .name("adz-sequencer".to_owned())
+            .spawn(move || {
+                sequencer(&seq_shared, upload, header, done_rx, frame_return, trace, started)
+            })
+            .map_err(|e| Error::io("starting the sequencer thread", e))?;
+
+        Ok(Writer {
+            shared,
+            raw_pool,
+            raw_return,
+            pending: None,
+            raw_offset: 0,
+            block_size: block_size as usize,
+            file_hints: opts.hints,
+            ranges: Vec::new(),
+            workers,
+            sequencer: Some(sequencer),
+            done_tx: Some(done_tx),
+            started,
+            strategy: opts.strategy,
+        })
+    }
+
+    /// Give a hint for the raw byte range `range` (`no-compress`, `dtype=f64`, ...), for data
+    /// not yet written. Blocks are cut at the range's borders.
+    pub fn advise(&mut self, range: Range<u64>, hint: Hint) -> Result<()> {
+        if range.start >= range.end {
+            return Err(Error::Config(format!("empty hint range {range:?}")));
+        }
+        if range.start < self.raw_offset + self.pending_len() as u64 {
+            return Err(Error::Config(format!(
+                "hint range {range:?} starts before the write position {}",
+                self.raw_offset + self.pending_len() as u64
+            )));
+        }
+        self.ranges.push((range, hint));
+        // A new border may end the pending block where it stands: send it, so a pending block
+        // is never full (write_from relies on that).
+        if let Some(buf) = self.pending.take() {
+            self.settle(buf)?;
+        }
+        Ok(())
+    }
+
+    /// Write `data`. Returns once the data is in the pipeline's buffers; compression and the
+    /// write-out go on in the background. Blocks while all buffers are in use.
+    pub fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            self.shared.check()?;
+            let mut buf = self.pending_buffer()?;
+            let room = self.next_cut() - buf.len();
+            let n = room.min(data.len());
+            buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            self.shared.raw_in.fetch_add(n as u64, Ordering::Relaxed);
+            self.settle(buf)?;
+        }
+        Ok(())
+    }
+
+    /// Read `src` to its end straight into the pipeline's buffers (no copy on the way).
+    /// Returns the bytes read.
+    pub fn write_from(&mut self, src: &mut dyn Read) -> Result<u64> {
+        let mut total = 0u64;
+        loop {
+            self.shared.check()?;
+            let mut buf = self.pending_buffer()?;
+            let want = self.next_cut();
+            let start = buf.len();
+            buf.resize(want, 0);
+            let got = loop {
+                match src.read(&mut buf[start..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        buf.truncate(start);
+                        self.pending = Some(buf);
+                        return Err(Error::io("reading the input", e));
+                    }
+                }
+            };
+            buf.truncate(start + got);
+            total += got as u64;
+            self.shared.raw_in.fetch_add(got as u64, Ordering::Relaxed);
+            self.settle(buf)?;
+            if got == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Write `data` asynchronously: returns at once. Blocks are compressed straight from
+    /// `data` (no copy) while the caller goes on; [`WriteHandle::wait`] returns `data` once all
+    /// of it is compressed (its frames may still be on their way to storage: `finish` waits
+    /// for that). Writes are applied in call order, sync and async alike.
+    pub fn write_async<B>(&mut self, data: B) -> Result<WriteHandle<B>>
+    where
+        B: AsRef<[u8]> + Send + Sync + 'static,
+    {
+        self.shared.check()?;
+        let data = Arc::new(data);
+        let bytes: &[u8] = data.as_ref().as_ref();
+        let len = bytes.len();
+        let state = Arc::new(AsyncState { remaining: Mutex::new(0), cv: Condvar::new() });
+        let mut pos = 0usize;
+        // First complete a pending partial block by copying.
+        if let Some(mut buf) = self.pending.take() {
+            let room = self.next_cut() - buf.len();
+            let n = room.min(len);
+            buf.extend_from_slice(&bytes[..n]);
+            pos = n;
+            self.settle(buf)?;
+        }
+        let dyn_data: Arc<dyn AsRef<[u8]> + Send + Sync> = data.clone();
+        let mut jobs = Vec::new();
+        let mut offset = self.raw_offset;
+        while len - pos > 0 {
+            let cut = self.cut_len(offset);
+            if cut > len - pos {
+                break; // the remainder is shorter than a block: it waits for more data
+            }
+            *lock(&state.remaining) += 1;
+            let hints = self.hints_at(offset);
+            jobs.push(Job {
+                raw_offset: offset,
+                data: BlockData::Shared(SharedSlice {
+                    buf: Arc::clone(&dyn_data),
+                    range: pos..pos + cut,
+                    _done: AsyncGuard(Arc::clone(&state)),
+                }),
+                hints,
+            });
+            pos += cut;
+            offset += cut as u64;
+        }
+        drop(dyn_data);
+        self.raw_offset = offset;
+        self.push_jobs(jobs);
+        let tail = &bytes[pos..];
+        if !tail.is_empty() {
+            // Copy the short remainder into a pending block; take a buffer without waiting
+            // (this call must not block), or make one.
+            let mut buf = self.raw_pool.try_recv().unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(tail);
+            self.pending = Some(buf);
+        }
+        self.shared.raw_in.fetch_add(len as u64, Ordering::Relaxed);
+        Ok(WriteHandle { data: Some(data), state, shared: Arc::clone(&self.shared) })
+    }
+
+    /// Raw bytes accepted so far.
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_offset + self.pending_len() as u64
+    }
+
+    /// Progress so far.
+    pub fn progress(&self) -> Progress {
+        let status = lock(&self.shared.dispatch).controller.status();
+        Progress {
+            raw_in: self.shared.raw_in.load(Ordering::Relaxed),
+            raw_written: self.shared.raw_written.load(Ordering::Relaxed),
+            stored_written: self.shared.stored_written.load(Ordering::Relaxed),
+            status,
+        }
+    }
+
+    /// Write the last block and the trailer, wait for everything to reach storage, and commit.
+    /// On any error nothing is committed.
+    pub fn finish(mut self) -> Result<WriteSummary> {
+        if let Some(buf) = self.pending.take() {
+            if !buf.is_empty() {
+                self.emit(buf);
+            }
+        }
+        self.close();
+        let sequenced = self.join();
+        self.shared.check()?;
+        let Some(mut s) = sequenced else {
+            return Err(Error::Pipeline("the sequencer stopped without a result".to_owned()));
+        };
+        let trailer = s.trailer.encode(s.file_offset);
+        let t0 = Instant::now();
+        let result = s.upload.append(&trailer).and_then(|()| s.upload.commit());
+        s.sink_busy += t0.elapsed();
+        let stored = result?;
+        let status = lock(&self.shared.dispatch).controller.status();
+        Ok(WriteSummary {
+            raw_bytes: s.trailer.raw_size(),
+            stored_bytes: stored,
+            frames: s.trailer.entries().len() as u64,
+            configs: s.configs,
+            seconds: self.started.elapsed().as_secs_f64(),
+            link: status.link,
+            sink_seconds: s.sink_busy.as_secs_f64(),
+            strategy: self.strategy.to_string(),
+        })
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending.as_ref().map_or(0, Vec::len)
+    }
+
+    /// The pending partial block, or a fresh buffer from the pool (waits while none is free).
+    fn pending_buffer(&mut self) -> Result<Vec<u8>> {
+        match self.pending.take() {
+            Some(b) => Ok(b),
+            None => {
+                let mut b = self.shared.take(&self.raw_pool)?;
+                b.clear();
+                b.reserve(self.block_size);
+                Ok(b)
+            }
+        }
+    }
+
+    /// The length of the pending block (it starts at `raw_offset`).
+    fn next_cut(&self) -> usize {
+        self.cut_len(self.raw_offset)
+    }
+
+    /// The length of the block starting at raw offset `start`: the block size, or less where a
+    /// hint range begins or ends inside it.
+    fn cut_len(&self, start: u64) -> usize {
+        let mut end = start + self.block_size as u64;
+        for (r, _) in &self.ranges {
+            for border in [r.start, r.end] {
+                if border > start && border < end {
+                    end = border;
+                }
+            }
+        }
+        (end - start) as usize
+    }
+
+    fn hints_at(&self, offset: u64) -> Vec<Hint> {
+        let mut hints = self.file_hints.clone();
+        hints.extend(
+            self.ranges.iter().filter(|(r, _)| r.contains(&offset)).map(|(_, h)| h.clone()),
+        );
+        hints
+    }
+
+    /// Keep a buffer pending, or send it as a block if it is full.
+    fn settle(&mut self, buf: Vec<u8>) -> Result<()> {
+        let full = !buf.is_empty() && buf.len() == self.next_cut();
+        if full {
+            self.emit(buf);
+        } else if buf.is_empty() {
+            let _ = self.raw_return.try_send(buf);
+        } else {
+            self.pending = Some(buf);
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, buf: Vec<u8>) {
+        let len = buf.len() as u64;
+        let job = Job {
+            raw_offset: self.raw_offset,
+            hints: self.hints_at(self.raw_offset),
+            data: BlockData::Owned(buf),
+        };
+        self.raw_offset += len;
+        self.push_jobs(vec![job]);
+    }
+
+    fn push_jobs(&self, jobs: Vec<Job>) {
+        if jobs.is_empty() {
+            return;
+        }
+        let mut d = lock(&self.shared.dispatch);
+        if d.closed {
+            return; // failed: the jobs are dropped, which releases async writers
+        }
+        d.queue.extend(jobs);
+        drop(d);
+        self.shared.work.notify_all();
+    }
+
+    fn close(&mut self) {
+        lock(&self.shared.dispatch).closed = true;
+        self.shared.work.notify_all();
+    }
+
+    fn join(&mut self) -> Option<Sequenced> {
+        for w in self.workers.drain(..) {
+            if w.join().is_err() {
+                self.shared.fail("a compression worker panicked".to_owned());
+            }
+        }
+        self.done_tx.take();
+        let s = self.sequencer.take()?;
+        match s.join() {
+            Ok(r) => r,
+            Err(_) => {
+                self.shared.fail("the sequencer panicked".to_owned());
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// A writer dropped without `finish`: stop everything, commit nothing.
+    fn drop(&mut self) {
+        if self.sequencer.is_some() {
+            self.shared.fail("the writer was dropped before finish".to_owned());
+            // The sequencer returns the upload; dropping it aborts.
+            drop(self.join());
+        }
+    }
+}
+
+/// An asynchronous write in progress.
+pub struct WriteHandle<B> {
+    data: Option<Arc<B>>,
+    state: Arc<AsyncState>,
+    shared: Arc<Shared>,
+}
+
+impl<B> std::fmt::Debug for WriteHandle<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteHandle").field("done", &self.is_done()).finish()
+    }
+}
+
+impl<B> WriteHandle<B> {
+    /// True once every block of the write has been compressed.
+    pub fn is_done(&self) -> bool {
+        *lock(&self.state.remaining) == 0
+    }
+
+    /// Wait until every block of the write has been compressed, and get the buffer back.
+    pub fn wait(mut self) -> Result<B> {
+        let mut n = lock(&self.state.remaining);
+        while *n > 0 {
+            n = self.state.cv.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(n);
+        self.shared.check()?;
+        let arc = self.data.take().expect("data present until wait");
+        // Every block's reference was dropped before its count (see SharedSlice); the
+        // writer's pending copy never references the buffer.
+        Arc::try_unwrap(arc)
+            .map_err(|_| Error::Pipeline("the buffer is still referenced".to_owned()))
+    }
+}
+
+fn worker(
+    shared: &Shared,
+    frame_pool: &Receiver<Vec<u8>>,
+    frame_return: &Sender<Vec<u8>>,
+    raw_return: &Sender<Vec<u8>>,
+    done_tx: &Sender<Done>,
+    keep: f64,
+) {
+    let mut encoder = FrameEncoder::new();
+    loop {
+        // A frame buffer first, then a job: see the module docs.
+        let Ok(mut frame) = shared.take(frame_pool) else { return };
+        let (job, decision) = {
+            let mut d = lock(&shared.dispatch);
+            loop {
+                if let Some(job) = d.queue.pop_front() {
+                    let ctx = BlockContext {
+                        raw_offset: job.raw_offset,
+                        raw_len: job.data.bytes().len(),
+                        hints: &job.hints,
+                    };
+                    let decision = d.controller.next_block(&ctx);
+                    break (job, decision);
+                }
+                if d.closed {
+                    let _ = frame_return.try_send(frame);
+                    return;
+                }
+                d = shared.work.wait(d).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        frame.clear();
+        let raw = job.data.bytes();
+        let wall0 = Instant::now();
+        let cpu0 = cpu_time::ThreadTime::now();
+        let encoded =
+            encoder.encode(raw, job.raw_offset, decision.codec, decision.filters, keep, &mut frame);
+        let cpu = cpu0.elapsed();
+        let wall = wall0.elapsed();
+        let raw_len = raw.len() as u64;
+        let header = match encoded {
+            Ok(h) => h,
+            Err(e) => {
+                shared.fail(format!("compressing the block at raw offset {}: {e}", job.raw_offset));
+                return;
+            }
+        };
+        match job.data {
+            BlockData::Owned(buf) => {
+                let _ = raw_return.try_send(buf);
+            }
+            BlockData::Shared(s) => drop(s),
+        }
+        let measurement = BlockMeasurement {
+            decision,
+            raw_len,
+            stored_len: u64::from(header.stored_len),
+            stored_raw: header.stored_raw(),
+            wall,
+            cpu,
+        };
+        lock(&shared.dispatch).controller.record_block(&measurement);
+        if done_tx.send(Done { seq: decision.seq, header, frame, measurement }).is_err() {
+            return;
+        }
+    }
+}
+
+fn sequencer(
+    shared: &Shared,
+    mut upload: Box<dyn Upload>,
+    header: FileHeader,
+    done_rx: Receiver<Done>,
+    frame_return: Sender<Vec<u8>>,
+    trace: Option<TraceSink>,
+    started: Instant,
+) -> Option<Sequenced> {
+    let mut trailer = TrailerBuilder::new();
+    let mut configs: BTreeMap<String, u64> = BTreeMap::new();
+    let head = header.encode();
+    let t0 = Instant::now();
+    let mut failed = false;
+    if let Err(e) = upload.append(&head) {
+        shared.fail(format!("writing the file header: {e}"));
+        failed = true;
+    }
+    let mut sink_busy = t0.elapsed();
+    let mut file_offset = head.len() as u64;
+    let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
+    let mut next = 0u64;
+    // Was the next frame already waiting when the last append finished? Then its append
+    // starts at once and its time is pure sink time (see SinkMeasurement::backlogged).
+    let mut backlogged = false;
+    for done in done_rx.iter() {
+        waiting.insert(done.seq, done);
+        while let Some(d) = waiting.remove(&next) {
+            next += 1;
+            if failed {
+                let _ = frame_return.try_send(d.frame);
+                continue;
+            }
+            let t0 = Instant::now();
+            if let Err(e) = upload.append(&d.frame) {
+                shared.fail(format!("writing frame {}: {e}", d.seq));
+                failed = true;
+                let _ = frame_return.try_send(d.frame);
+                continue;
+            }
+            let busy = t0.elapsed();
+            let this_backlogged = backlogged;
+            while let Ok(more) = done_rx.try_recv() {
+                waiting.insert(more.seq, more);
+            }
+            backlogged = waiting.contains_key(&next);
+            sink_busy += busy;
+            trailer.push(&d.header, file_offset);
+            file_offset += d.frame.len() as u64;
+            *configs.entry(d.header.describe()).or_default() += 1;
+            shared.raw_written.fetch_add(u64::from(d.header.raw_len), Ordering::Relaxed);
+            shared.stored_written.store(file_offset, Ordering::Relaxed);
+            let status = {
+                let mut dsp = lock(&shared.dispatch);
+                dsp.controller.record_sink(&SinkMeasurement {
+                    bytes: d.frame.len() as u64,
+                    busy,
+                    backlogged: this_backlogged,
+                });
+                dsp.controller.status()
+            };
+            if let Some(t) = &trace {
+                let m = &d.measurement;
+                let rec = TraceRecord {
+                    seq: d.seq,
+                    offset: d.header.raw_offset,
+                    raw: m.raw_len,
+                    stored: m.stored_len,
+                    config: d.header.describe(),
+                    reason: format!("{:?}", m.decision.reason),
+                    stored_raw: m.stored_raw,
+                    wall_s: m.wall.as_secs_f64(),
+                    cpu_s: m.cpu.as_secs_f64(),
+                    speed_mbs: m.raw_len as f64 / m.wall.as_secs_f64().max(1e-9) / 1e6,
+                    agg_speed_mbs: status.speed.map(|v| v / 1e6),
+                    target_mbs: status.target.map(|v| v / 1e6),
+                    link_mbs: status.link.map(|v| v / 1e6),
+                    sink_s: busy.as_secs_f64(),
+                    t_s: started.elapsed().as_secs_f64(),
+                };
+                let mut w = lock(&t.0);
+                let line = serde_json::to_string(&rec).unwrap_or_default();
+                if let Err(e) = writeln!(w, "{line}") {
+                    drop(w);
+                    shared.fail(format!("writing the trace: {e}"));
+                    failed = true;
+                }
+            }
+            let _ = frame_return.try_send(d.frame);
+        }
+    }
+    if !waiting.is_empty() && !failed {
+        shared.fail(format!("block {next} never arrived"));
+    }
+    Some(Sequenced { upload, trailer, file_offset, configs, sink_busy })
+}
