@@ -155,3 +155,66 @@ impl Drop for Output {
         }
     }
 }
+
+/// Standard output as an upload: for `compress ... -`. There is nothing to make atomic on a
+/// pipe; abort leaves what was written (the reader sees a file without a trailer, which every
+/// adz reader rejects as incomplete).
+#[derive(Debug)]
+pub struct StdoutUpload {
+    out: io::Stdout,
+    written: u64,
+}
+
+impl StdoutUpload {
+    pub fn new() -> Result<StdoutUpload> {
+        let out = io::stdout();
+        if out.is_terminal() {
+            bail!("refusing to write compressed data to a terminal; give an output file or redirect stdout");
+        }
+        Ok(StdoutUpload { out, written: 0 })
+    }
+}
+
+impl Upload for StdoutUpload {
+    fn append(&mut self, data: &[u8]) -> adz_store::Result<()> {
+        self.out.lock().write_all(data).map_err(|source| adz_store::Error::Io {
+            op: "write",
+            name: "<stdout>".to_owned(),
+            source,
+        })?;
+        self.written += data.len() as u64;
+        Ok(())
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    fn commit(self: Box<Self>) -> adz_store::Result<u64> {
+        self.out.lock().flush().map_err(|source| adz_store::Error::Io {
+            op: "flush",
+            name: "<stdout>".to_owned(),
+            source,
+        })?;
+        Ok(self.written)
+    }
+
+    fn abort(self: Box<Self>) -> adz_store::Result<()> {
+        Ok(())
+    }
+}
+
+/// The upload `compress` writes through: a file (visible only once committed) or stdout.
+pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)> {
+    if arg == "-" {
+        return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
+    }
+    let path = PathBuf::from(arg);
+    if !force && path.exists() {
+        bail!("{arg} already exists; use --force to overwrite it");
+    }
+    let (store, name) =
+        LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
+    let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
+    Ok((upload, path.display().to_string()))
+}

@@ -8,8 +8,15 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use adz_core::format::{CodecSpec, FilterSpec, Filters, MAX_FRAME_RAW_LEN};
-use adz_core::{decode_stream, verify_stream, FileInfo, FrameWriter, WriterOptions};
+use std::ops::Range;
+use std::path::PathBuf;
+
+use adz_core::control::{Hint, Link, Strategy};
+use adz_core::format::{CodecId, CodecSpec, FilterSpec, MAX_FRAME_RAW_LEN};
+use adz_core::store::{LinkSpeed, NullStorage, Throttled};
+use adz_core::{
+    decode_stream, verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer,
+};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
@@ -24,10 +31,14 @@ without decompressing the rest.";
 
 const AFTER_HELP: &str = "\
 Examples:
-  adz compress data.bin                     writes data.bin.adz (zstd level 3)
+  adz compress data.bin                     writes data.bin.adz (zstd level 3, all cores)
   adz compress --codec lz4 data.bin out.adz  fastest codec
-  adz compress --codec zstd:19 --filter shuffle:8 field.f64 field.adz
-                                            8-byte numbers: shuffle bytes first
+  adz compress -s throughput --link 1GbE data.bin /mnt/lustre/data.adz
+                                            adapt codec and level to fill a 1 Gbit/s link
+  adz compress -s keep-pace --throttle 117MB/s --trace t.jsonl data.bin out.adz
+                                            simulate a 1GbE link and record every decision
+  adz compress --codec zstd:19 --hint dtype=f64 field.f64 field.adz
+                                            8-byte floats: shuffle bytes first
   tar c dir | adz compress - - > dir.tar.adz read stdin, write stdout
   adz decompress data.bin.adz               writes data.bin
   adz inspect data.bin.adz --frames         what is inside, frame by frame
@@ -73,19 +84,54 @@ struct CompressArgs {
     input: String,
     /// Output file, or - for stdout. Default: INPUT.adz, or stdout when reading stdin.
     output: Option<String>,
-    /// Codec and level: none, lz4[:ACCEL 1..65537], lz4hc[:1..12], zstd[:-7..22], xz[:0..9].
-    /// LZ4's parameter is its acceleration: higher is faster and compresses less.
-    #[arg(short, long, default_value = "zstd:3", value_name = "CODEC[:LEVEL]")]
-    codec: CodecSpec,
-    /// A filter applied before the codec; repeat for a pipeline (at most 4). shuffle:N
-    /// transposes the bytes of N-byte elements (e.g. shuffle:8 for f64 arrays), which often
-    /// helps numeric data compress.
-    #[arg(long = "filter", value_name = "FILTER:N")]
-    filters: Vec<FilterSpec>,
+    /// How to choose codec and level, block by block:
+    ///   throughput   (S1) compress as fast as the effective link (link x ratio): the fastest write
+    ///   keep-pace    (S2) compress as fast as the link: the most ratio with no slowdown
+    ///   prolong=F    (S3) compress at link/F: more ratio, the write takes at most F times as long
+    ///   archive      the best ratio, whatever the time
+    ///   static=C:L   one codec and level for every block (what --codec sets)
+    /// Default: static=zstd:3.
+    #[arg(short, long, value_name = "STRATEGY", conflicts_with = "codec", verbatim_doc_comment)]
+    strategy: Option<Strategy>,
+    /// One codec and level for every block (same as --strategy static=CODEC:LEVEL):
+    /// none, lz4[:ACCEL 1..65537], lz4hc[:1..12], zstd[:-7..22], xz[:0..9]. LZ4's parameter is its
+    /// acceleration: higher is faster and compresses less.
+    #[arg(short, long, value_name = "CODEC[:LEVEL]")]
+    codec: Option<CodecSpec>,
+    /// The speed of the link to storage, which the adaptive strategies aim at: auto (measured
+    /// from how fast the output accepts data), 1GbE (117 MB/s), 10GbE (1200 MB/s), ib-fdr4
+    /// (6000 MB/s), or a rate such as 500MB/s, 2GB/s, 25Gbit/s.
+    #[arg(short, long, default_value = "auto", value_name = "RATE|auto")]
+    link: String,
+    /// Make the output behave like a link of this speed (for evaluation): writes are paced to
+    /// RATE. Same forms as --link. With --link auto, the controller measures this link.
+    #[arg(long, value_name = "RATE")]
+    throttle: Option<LinkSpeed>,
+    /// Compression threads (default: one per core).
+    #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
+    threads: usize,
+    /// Buffers per pool (raw blocks and frames each); default 2 x threads + 2. Memory use is
+    /// about 2 x buffers x block size.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    buffers: usize,
     /// Raw bytes per block; each block is compressed and can be read on its own. Accepts
     /// suffixes K, M (binary: 1K = 1024), e.g. 64K, 1M, 4MiB. At most 64 MiB.
     #[arg(short = 'B', long, default_value = "1MiB", value_parser = parse_size, value_name = "SIZE")]
     block_size: u32,
+    /// A hint about the data (repeatable): no-compress=START..END (already compressed bytes:
+    /// store raw, try nothing), write-once (favour ratio), hot (favour speed), dtype=f64 (and
+    /// f32, i16, u32, ...: shuffle bytes of that size first). Any hint takes @START..END to
+    /// cover only a range, e.g. dtype=f64@0..1G. Sizes take K, M, G suffixes.
+    #[arg(long = "hint", value_name = "HINT", value_parser = parse_hint)]
+    hints: Vec<(Option<Range<u64>>, Hint)>,
+    /// Shuffle the bytes of N-byte elements before compressing (same as --hint dtype with an
+    /// N-byte type): shuffle:2, shuffle:4 or shuffle:8.
+    #[arg(long = "filter", value_name = "shuffle:N", value_parser = parse_filter)]
+    filters: Vec<Hint>,
+    /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to
+    /// FILE, to see how the controller adapted.
+    #[arg(long, value_name = "FILE.jsonl")]
+    trace: Option<PathBuf>,
     #[command(flatten)]
     common: CommonOut,
 }
@@ -140,6 +186,57 @@ fn parse_size(s: &str) -> Result<u32, String> {
     Ok(bytes as u32)
 }
 
+/// `1234`, `64K`, `1M`, `2G` (binary units) as a byte count.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 4096, 64K, 1MiB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => {
+            return Err(format!("unknown unit in {s:?}; use K, M, G or T (binary), e.g. 64K, 1MiB"))
+        }
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// `HINT`, `HINT@START..END`, or `no-compress=START..END`.
+fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
+    let range = |r: &str| -> Result<Range<u64>, String> {
+        let (a, b) =
+            r.split_once("..").ok_or_else(|| format!("{r:?} is not a range START..END"))?;
+        let (a, b) = (parse_bytes(a)?, parse_bytes(b)?);
+        if a >= b {
+            return Err(format!("the range {r:?} is empty"));
+        }
+        Ok(a..b)
+    };
+    let (hint, r) = match (s.split_once('@'), s.strip_prefix("no-compress=")) {
+        (Some((h, r)), _) => (h, Some(range(r)?)),
+        (None, Some(r)) => ("no-compress", Some(range(r)?)),
+        (None, None) => (s, None),
+    };
+    let hint: Hint = hint.parse().map_err(|e: adz_core::control::Error| e.to_string())?;
+    Ok((r, hint))
+}
+
+/// `shuffle:N` as the dtype hint of that element size.
+fn parse_filter(s: &str) -> Result<Hint, String> {
+    let f: FilterSpec = s.parse().map_err(|e: adz_core::format::Error| e.to_string())?;
+    let dtype = match f.param() {
+        2 => "u16",
+        4 => "u32",
+        8 => "u64",
+        n => return Err(format!("shuffle:{n}: element sizes 2, 4 and 8 are supported here")),
+    };
+    format!("dtype={dtype}").parse().map_err(|e: adz_core::control::Error| e.to_string())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -184,47 +281,120 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     if same_file(&input, &out_arg) {
         bail!("input and output are the same file: {out_arg}");
     }
-    let opts = WriterOptions {
-        block_size: a.block_size,
-        codec: a.codec,
-        filters: Filters::new(&a.filters)?,
-        ..WriterOptions::default()
+    let strategy = match (a.strategy, a.codec) {
+        (Some(s), _) => s,
+        (None, Some(c)) => Strategy::Static(c),
+        (None, None) => Strategy::Static(CodecSpec::default_for(CodecId::Zstd)),
     };
-    let started = Instant::now();
-    let mut reader = input.reader()?;
-    let output = Output::create(&out_arg, a.common.force, true)?;
-    let out_name = output.describe();
-    let mut writer = FrameWriter::new(output, opts)?;
-    let pb = progress::bar(input.len(), a.common.quiet, "compress");
-    let mut buf = vec![0u8; a.block_size.max(1 << 16) as usize];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).with_context(|| format!("reading {}", input.describe())),
-        };
-        writer.write_data(&buf[..n]).with_context(|| format!("writing {out_name}"))?;
-        pb.inc(n as u64);
+    let link = match a.link.trim().to_ascii_lowercase().as_str() {
+        "auto" => Link::Auto,
+        other => Link::Fixed(
+            other.parse::<LinkSpeed>().map_err(|e| anyhow::anyhow!("--link: {e}"))?.bytes_per_sec(),
+        ),
+    };
+    let trace = match &a.trace {
+        Some(p) => Some(TraceSink::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        ))),
+        None => None,
+    };
+    let mut file_hints: Vec<Hint> = a.filters.clone();
+    let mut range_hints = Vec::new();
+    for (range, hint) in &a.hints {
+        match range {
+            None => file_hints.push(hint.clone()),
+            Some(r) => range_hints.push((r.clone(), hint.clone())),
+        }
     }
-    let (output, summary) = writer.finish().with_context(|| format!("writing {out_name}"))?;
-    output.commit()?;
+    let opts = WriteOptions {
+        strategy,
+        link,
+        threads: a.threads,
+        block_size: a.block_size,
+        buffers: a.buffers,
+        hints: file_hints,
+        trace: trace.clone(),
+    };
+
+    let mut reader = input.reader()?;
+    let (mut upload, out_name) = io::create_upload(&out_arg, a.common.force)?;
+    if let Some(rate) = a.throttle {
+        // The sequencer writes back to back, so the link only needs to absorb sleep jitter;
+        // a larger burst would let frames pass free after short idle gaps and make the link
+        // measured by --link auto look faster than it is.
+        let r = rate.bytes_per_sec();
+        let burst = (r * 0.0005).max(64.0 * 1024.0) as u64;
+        upload = Throttled::new(NullStorage::new(), r).burst(burst).wrap_upload(upload);
+    }
+    let mut writer = Writer::with_upload(upload, opts)?;
+    for (range, hint) in range_hints {
+        writer.advise(range, hint)?;
+    }
+    let pb = progress::bar(input.len(), a.common.quiet, "compress");
+    // Feed the pipeline in slices so the progress line can show what the controller does.
+    const SLICE: u64 = 64 << 20;
+    loop {
+        let n = writer
+            .write_from(&mut (&mut reader).take(SLICE))
+            .with_context(|| format!("compressing {} to {out_name}", input.describe()))?;
+        let p = writer.progress();
+        pb.set_position(p.raw_in);
+        pb.set_message(format!(
+            "ratio {:.2}  {}",
+            p.raw_written as f64 / p.stored_written.max(1) as f64,
+            p.status
+        ));
+        if n < SLICE {
+            break;
+        }
+    }
+    let summary = writer.finish().with_context(|| format!("writing {out_name}"))?;
+    // Compare with the link as the user knows it (given, or throttled), else as measured.
+    let known_link = match link {
+        Link::Fixed(r) => Some(r),
+        _ => a.throttle.map(LinkSpeed::bytes_per_sec),
+    };
+    if let Some(t) = &trace {
+        t.flush().context("writing the trace")?;
+    }
     pb.finish_and_clear();
     if !a.common.quiet {
-        let secs = started.elapsed().as_secs_f64();
-        eprintln!(
-            "{} -> {}: {} -> {} bytes, ratio {:.3}, {} frames, {:.2} s, {:.1} MB/s",
-            input.describe(),
-            out_name,
-            summary.raw_bytes,
-            summary.stored_bytes,
-            summary.ratio(),
-            summary.frames,
-            secs,
-            summary.raw_bytes as f64 / secs.max(1e-9) / 1e6,
-        );
+        print_summary(&input.describe(), &out_name, &summary, known_link);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(input: &str, output: &str, s: &WriteSummary, known_link: Option<f64>) {
+    let mb = |v: f64| v / 1e6;
+    eprintln!(
+        "{input} -> {output}: {} -> {} bytes, ratio {:.3}, {} frames, {:.2} s, {:.1} MB/s",
+        s.raw_bytes,
+        s.stored_bytes,
+        s.ratio(),
+        s.frames,
+        s.seconds,
+        mb(s.speed())
+    );
+    let configs: Vec<String> = s.configs.iter().map(|(c, n)| format!("{c} x{n}")).collect();
+    eprintln!("  strategy {}: {}", s.strategy, configs.join(", "));
+    let measured =
+        s.link.map_or_else(|| "not measured".to_owned(), |l| format!("{:.1} MB/s", mb(l)));
+    match known_link.or(s.link) {
+        Some(link) => eprintln!(
+            "  link {:.1} MB/s{}: raw through it would take {:.2} s; speedup {:.2}x",
+            mb(link),
+            if known_link.is_some() {
+                format!(" (measured {measured})")
+            } else {
+                " (measured)".to_owned()
+            },
+            s.raw_bytes as f64 / link,
+            (s.raw_bytes as f64 / link) / s.seconds.max(1e-9),
+        ),
+        None => eprintln!(
+            "  link speed unknown (the output was never the bottleneck long enough to measure it)"
+        ),
+    }
 }
 
 fn decompress(a: DecompressArgs) -> Result<ExitCode> {
