@@ -101,8 +101,8 @@ struct CompressArgs {
     /// The speed of the link to storage, which the adaptive strategies aim at: auto (measured
     /// from how fast the output accepts data), 1GbE (117 MB/s), 10GbE (1200 MB/s), ib-fdr4
     /// (6000 MB/s), or a rate such as 500MB/s, 2GB/s, 25Gbit/s.
-    #[arg(short, long, default_value = "auto", value_name = "RATE|auto")]
-    link: String,
+    #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = parse_link)]
+    link: Link,
     /// Make the output behave like a link of this speed (for evaluation): writes are paced to
     /// RATE. Same forms as --link. With --link auto, the controller measures this link.
     #[arg(long, value_name = "RATE")]
@@ -205,6 +205,14 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// `auto` or a rate (`1GbE`, `500MB/s`, ...).
+fn parse_link(s: &str) -> Result<Link, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(Link::Auto);
+    }
+    s.parse::<LinkSpeed>().map(|l| Link::Fixed(l.bytes_per_sec())).map_err(|e| e.to_string())
+}
+
 /// `HINT`, `HINT@START..END`, or `no-compress=START..END`.
 fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
     let range = |r: &str| -> Result<Range<u64>, String> {
@@ -286,12 +294,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         (None, Some(c)) => Strategy::Static(c),
         (None, None) => Strategy::Static(CodecSpec::default_for(CodecId::Zstd)),
     };
-    let link = match a.link.trim().to_ascii_lowercase().as_str() {
-        "auto" => Link::Auto,
-        other => Link::Fixed(
-            other.parse::<LinkSpeed>().map_err(|e| anyhow::anyhow!("--link: {e}"))?.bytes_per_sec(),
-        ),
-    };
+    let link = a.link;
     let trace = match &a.trace {
         Some(p) => Some(TraceSink::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

@@ -289,3 +289,92 @@ fn output_into_missing_directory_is_an_error_not_a_panic() {
     let o = run(&["compress", &input, "/nonexistent-dir/x/y.adz"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+#[test]
+fn adaptive_strategies_round_trip_with_throttle_and_trace() {
+    let dir = Dir::new();
+    let data = mixed(3 << 20);
+    let input = dir.write("a.bin", &data);
+    for strategy in ["throughput", "keep-pace", "prolong=1.5", "archive", "static=lz4:1"] {
+        let out = dir.s("a.adz");
+        let trace = dir.s("t.jsonl");
+        let o = run(&[
+            "compress",
+            "-f",
+            "-s",
+            strategy,
+            "--throttle",
+            "500MB/s",
+            "--trace",
+            &trace,
+            "-T",
+            "2",
+            "-B",
+            "256K",
+            &input,
+            &out,
+        ]);
+        ok(&o);
+        let summary = stderr(&o);
+        assert!(summary.contains("speedup") && summary.contains("link 500.0 MB/s"), "{summary}");
+        let lines = std::fs::read_to_string(&trace).unwrap();
+        assert_eq!(lines.lines().count(), 12, "{strategy}: one trace line per 256K block");
+        let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+        assert!(first["config"].is_string(), "{first}");
+        assert_eq!(first["seq"], 0);
+        assert!(first["raw"].as_u64() == Some(256 * 1024), "{first}");
+        let d = run(&["decompress", "-f", "-q", &out, &dir.s("back.bin")]);
+        ok(&d);
+        assert!(std::fs::read(dir.path("back.bin")).unwrap() == data, "{strategy}");
+    }
+}
+
+#[test]
+fn no_compress_hint_from_the_command_line() {
+    let dir = Dir::new();
+    let data = generate(Kind::Text, 1 << 20, 5);
+    let input = dir.write("h.bin", &data);
+    let out = dir.s("h.adz");
+    ok(&run(&[
+        "compress",
+        "-q",
+        "-c",
+        "zstd:1",
+        "-B",
+        "128K",
+        "--hint",
+        "no-compress=100K..300K",
+        &input,
+        &out,
+    ]));
+    let o = run(&["inspect", "--json", "--frames", &out]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let frames = v["frame_list"].as_array().unwrap();
+    let raw: Vec<(u64, String)> = frames
+        .iter()
+        .map(|f| (f["raw_offset"].as_u64().unwrap(), f["config"].as_str().unwrap().to_owned()))
+        .collect();
+    assert!(raw.contains(&(102_400, "none (stored raw)".to_owned())), "{raw:?}");
+    assert!(raw.iter().any(|(o, c)| *o == 307_200 && c.starts_with("zstd:1")), "{raw:?}");
+    assert!(raw.iter().all(|(o, c)| !(102_400..307_200).contains(o) || c == "none (stored raw)"));
+}
+
+#[test]
+fn bad_strategy_link_and_hint_are_usage_errors() {
+    for args in [
+        vec!["compress", "-s", "fastest"],
+        vec!["compress", "--link", "fast"],
+        vec!["compress", "--hint", "no-compress=10..5"],
+        vec!["compress", "--hint", "squash"],
+        vec!["compress", "-s", "throughput", "-c", "lz4"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    let o = run(&["compress", "-s", "fastest"]);
+    assert!(
+        stderr(&o).contains("keep-pace"),
+        "the error should list the strategies: {}",
+        stderr(&o)
+    );
+}
