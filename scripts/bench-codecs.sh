@@ -12,13 +12,17 @@
 #   RUNS     timed runs per command (default 10), after one warmup run
 #   RESULTS  where the exports go (default $CACHE/bench/results-<date>)
 #   DATASET  dataset name from scripts/datasets.sh (default text-1g)
+#   QUIET_WAIT  seconds to wait, before each pair, for other processes to leave the CPUs
+#            idle (default 600; 0 to not wait)
 #
 # Method: input and outputs are files on the same local filesystem; the input is read once
 # first so every run finds it in the page cache. Before every timed run of every command the
 # outputs are deleted and `sync` is run, so each command creates a fresh file with no dirty
 # pages left by the previous run. adz's commit fsyncs its output (its durability contract) and
 # the native tools do not, so each pair also has an informational row "native + fsync" that
-# runs `sync FILE` (fsync of that one file) after the native tool.
+# runs `sync FILE` (fsync of that one file) after the native tool. zstd 1.5.4 does its file
+# I/O on helper threads (asynchronous I/O, on by default, even with --single-thread), so the
+# zstd pairs also have an informational --no-asyncio row: one thread, as adz is today.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -32,7 +36,7 @@ WORK="$CACHE/bench"
 RESULTS=${RESULTS:-$WORK/results-$(date +%F)}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-rm -f "$RESULTS/loadavg.txt"
+rm -f "$RESULTS/load.txt"
 
 log() { echo "bench: $*" >&2; }
 
@@ -80,16 +84,38 @@ cat "$IN" > /dev/null
 
 OUTS="out.adz out.lz4 out.zst out.raw"
 PREPARE="rm -f $OUTS; sync"
+cpu_stall_us() { # total "some" CPU stall in microseconds, 0 without PSI
+    sed -n 's/^some .*total=\([0-9]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0
+}
+cpu_busy_pct() { # share of all CPUs busy over the next second, from /proc/stat
+    local a b
+    a=$(awk '/^cpu / {print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / {print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat)
+    echo "$a $b" | awk '{ t = $4 - $2; print (t > 0) ? int(100 * ($3 - $1) / t) : 0 }'
+}
+wait_quiet() { # a shared machine: wait (up to QUIET_WAIT seconds) for 5 quiet seconds in a row
+    local quiet=0 waited=0
+    while [ "$quiet" -lt 5 ] && [ "$waited" -lt "${QUIET_WAIT:-600}" ]; do
+        if [ "$(cpu_busy_pct)" -lt 10 ]; then quiet=$((quiet + 1)); else quiet=0; fi
+        waited=$((waited + 1))
+    done
+    [ "$quiet" -ge 5 ] || log "warning: the machine is busy; measuring anyway"
+}
 bench() { # bench NAME hyperfine-args...
     local name=$1
     shift
     echo
+    wait_quiet
     log "== $name"
-    # Another busy process on the machine skews a run: keep the load next to the figures.
-    echo "$name before: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$RESULTS/loadavg.txt"
+    # Another busy process on the machine skews a run: keep the load next to the figures, and
+    # the CPU pressure stall time (PSI: how long some task waited for a CPU) over the pair.
+    local stall0
+    stall0=$(cpu_stall_us)
+    echo "$name before: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$RESULTS/load.txt"
     hyperfine --warmup 1 --runs "$RUNS" --prepare "$PREPARE" \
         --export-json "$RESULTS/$name.json" --export-markdown "$RESULTS/$name.md" "$@"
-    echo "$name after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$RESULTS/loadavg.txt"
+    echo "$name after: load $(cut -d' ' -f1-3 /proc/loadavg), CPU stall during the pair $(( ($(cpu_stall_us) - stall0) / 1000 )) ms" >> "$RESULTS/load.txt"
 }
 
 bench compress-lz4 \
@@ -101,7 +127,8 @@ bench compress-lz4 \
 bench compress-zstd \
     -n "adz zstd:3" "adz compress -q -f --codec zstd:3 $IN out.adz" \
     -n "zstd -3" "zstd -3 --single-thread -f -q $IN -o out.zst" \
-    -n "zstd -3 + fsync" "zstd -3 --single-thread -f -q $IN -o out.zst && sync out.zst"
+    -n "zstd -3 + fsync" "zstd -3 --single-thread -f -q $IN -o out.zst && sync out.zst" \
+    -n "zstd -3 --no-asyncio" "zstd -3 --single-thread --no-asyncio -f -q $IN -o out.zst"
 
 # Compressed inputs for the decompression pairs, made outside any timed region; their sizes
 # give the ratios.
@@ -126,7 +153,8 @@ check_round_trip "lz4 -d"
 bench decompress-zstd \
     -n "adz decompress (zstd:3)" "adz decompress -q -f in.zstd.adz out.raw" \
     -n "zstd -d" "zstd -d -f -q in.zst -o out.raw" \
-    -n "zstd -d + fsync" "zstd -d -f -q in.zst -o out.raw && sync out.raw"
+    -n "zstd -d + fsync" "zstd -d -f -q in.zst -o out.raw && sync out.raw" \
+    -n "zstd -d --no-asyncio" "zstd -d --no-asyncio -f -q in.zst -o out.raw"
 check_round_trip "zstd -d"
 adz decompress -q -f in.lz4.adz out.raw && check_round_trip "adz decompress (lz4)"
 adz decompress -q -f in.zstd.adz out.raw && check_round_trip "adz decompress (zstd)"
@@ -160,8 +188,10 @@ sizes = dict(l.split() for l in open(f"{d}/sizes.txt"))
 raw = int(sizes["raw"])
 ratio_of = {"adz lz4:1": "in.lz4.adz", "adz lz4:1 -B 4M": "in.lz4-4m.adz", "lz4 -1": "in.lz4",
             "adz zstd:3": "in.zstd.adz", "zstd -3": "in.zst"}
-print("| benchmark | command | mean ± σ (s) | min (s) | MB/s | ratio | vs native (mean) | vs native (min) |")
-print("|---|---|---|---|---|---|---|---|")
+# Wall time is the figure that counts; CPU time (user + system, all threads) is shown because it
+# moves less when another process shares the machine.
+print("| benchmark | command | mean ± σ (s) | min (s) | MB/s | ratio | adz/native mean | adz/native min | CPU (s) | adz/native CPU |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for name, native in [("compress-lz4", "lz4 -1"), ("compress-zstd", "zstd -3"),
                      ("decompress-lz4", "lz4 -d"), ("decompress-zstd", "zstd -d")]:
     res = json.load(open(f"{d}/{name}.json"))["results"]
@@ -170,10 +200,15 @@ for name, native in [("compress-lz4", "lz4 -1"), ("compress-zstd", "zstd -3"),
     for r in res:
         f = ratio_of.get(r["command"])
         ratio = f"{raw / int(sizes[f]):.3f}" if f else ""
-        rel = "" if r is base else f"{r['mean'] / base['mean']:.3f}"
-        rel_min = "" if r is base else f"{r['min'] / base['min']:.3f}"
+        cpu = r["user"] + r["system"]
+        rel = rel_min = rel_cpu = ""
+        if r["command"].startswith("adz"):
+            rel = f"{r['mean'] / base['mean']:.3f}"
+            rel_min = f"{r['min'] / base['min']:.3f}"
+            rel_cpu = f"{cpu / (base['user'] + base['system']):.3f}"
         print(f"| {name} | {r['command']} | {r['mean']:.3f} ± {r['stddev']:.3f} | "
-              f"{r['min']:.3f} | {raw / r['mean'] / 1e6:.0f} | {ratio} | {rel} | {rel_min} |")
+              f"{r['min']:.3f} | {raw / r['mean'] / 1e6:.0f} | {ratio} | {rel} | {rel_min} | "
+              f"{cpu:.2f} | {rel_cpu} |")
 EOF
 echo
 log "results in $RESULTS"
