@@ -42,6 +42,26 @@ impl FrameEncoder {
         keep_ratio: f64,
         out: &mut Vec<u8>,
     ) -> Result<FrameHeader> {
+        let (header, payload_is_raw) =
+            self.encode_split(raw, raw_offset, codec, filters, keep_ratio, out)?;
+        if payload_is_raw {
+            out.extend_from_slice(raw);
+        }
+        Ok(header)
+    }
+
+    /// As [`encode`](Self::encode), but when the frame is stored raw only its header is
+    /// appended to `out` and the second value is `true`: the payload is `raw` itself, which the
+    /// caller writes after the header. A writer that still holds `raw` saves copying it.
+    pub fn encode_split(
+        &mut self,
+        raw: &[u8],
+        raw_offset: u64,
+        codec: CodecSpec,
+        filters: Filters,
+        keep_ratio: f64,
+        out: &mut Vec<u8>,
+    ) -> Result<(FrameHeader, bool)> {
         let raw_len = u32::try_from(raw.len())
             .ok()
             .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
@@ -82,32 +102,30 @@ impl FrameEncoder {
             (n < raw.len() && n <= limit && n > 0).then_some(n)
         };
 
-        let stored_raw = match kept {
+        let (stored_len, payload_checksum) = match kept {
             Some(n) => {
                 out.truncate(start + FRAME_HEADER_LEN + n);
-                false
+                (n as u32, xxh3(&out[start + FRAME_HEADER_LEN..]))
             }
             None => {
                 out.truncate(start + FRAME_HEADER_LEN);
-                out.extend_from_slice(raw);
-                true
+                // A stored-raw payload is the raw data: its checksum is already known.
+                (raw_len, checksum)
             }
         };
-        let payload = &out[start + FRAME_HEADER_LEN..];
-        // A stored-raw payload is the raw data: its checksum is already known.
-        let payload_checksum = if stored_raw { checksum } else { xxh3(payload) };
+        let stored_raw = kept.is_none();
         let header = FrameHeader::new(
             codec,
             filters,
             stored_raw,
             raw_len,
-            payload.len() as u32,
+            stored_len,
             raw_offset,
             checksum,
             payload_checksum,
         );
         out[start..start + FRAME_HEADER_LEN].copy_from_slice(&header.encode());
-        Ok(header)
+        Ok((header, stored_raw))
     }
 }
 

@@ -231,7 +231,11 @@ struct Job {
 struct Done {
     seq: u64,
     header: FrameHeader,
+    /// The frame, or only its header when the payload is `raw_payload`.
     frame: Vec<u8>,
+    /// A block stored raw from a pool buffer: written after the header as it is, without a
+    /// copy, and given back to the raw pool once written.
+    raw_payload: Option<Vec<u8>>,
     measurement: BlockMeasurement,
 }
 
@@ -404,11 +408,21 @@ impl Writer {
         }
 
         let seq_shared = Arc::clone(&shared);
+        let seq_raw_return = raw_return.clone();
         let trace = opts.trace.clone();
         let sequencer = std::thread::Builder::new()
             .name("adz-sequencer".to_owned())
             .spawn(move || {
-                sequencer(&seq_shared, upload, header, done_rx, frame_return, trace, started)
+                sequencer(
+                    &seq_shared,
+                    upload,
+                    header,
+                    done_rx,
+                    frame_return,
+                    seq_raw_return,
+                    trace,
+                    started,
+                )
             })
             .map_err(|e| Error::io("starting the sequencer thread", e))?;
 
@@ -790,24 +804,39 @@ fn worker(
         let raw = job.data.bytes();
         let wall0 = Instant::now();
         let cpu0 = cpu_time::ThreadTime::now();
-        let encoded =
-            encoder.encode(raw, job.raw_offset, decision.codec, decision.filters, keep, &mut frame);
+        let encoded = encoder.encode_split(
+            raw,
+            job.raw_offset,
+            decision.codec,
+            decision.filters,
+            keep,
+            &mut frame,
+        );
         let cpu = cpu0.elapsed();
         let wall = wall0.elapsed();
         let raw_len = raw.len() as u64;
-        let header = match encoded {
+        let (header, payload_is_raw) = match encoded {
             Ok(h) => h,
             Err(e) => {
                 shared.fail(format!("compressing the block at raw offset {}: {e}", job.raw_offset));
                 return;
             }
         };
-        match job.data {
+        let raw_payload = match job.data {
+            BlockData::Owned(buf) if payload_is_raw => Some(buf),
             BlockData::Owned(buf) => {
                 let _ = raw_return.try_send(buf);
+                None
             }
-            BlockData::Shared(s) => drop(s),
-        }
+            BlockData::Shared(s) => {
+                // The caller gets its buffer back once compressed, so copy what must be stored.
+                if payload_is_raw {
+                    frame.extend_from_slice(&s.buf.as_ref().as_ref()[s.range.clone()]);
+                }
+                drop(s);
+                None
+            }
+        };
         let measurement = BlockMeasurement {
             decision,
             raw_len,
@@ -817,18 +846,21 @@ fn worker(
             cpu,
         };
         lock(&shared.dispatch).controller.record_block(&measurement);
-        if done_tx.send(Done { seq: decision.seq, header, frame, measurement }).is_err() {
+        let done = Done { seq: decision.seq, header, frame, raw_payload, measurement };
+        if done_tx.send(done).is_err() {
             return;
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the sequencer's channels and settings, each needed
 fn sequencer(
     shared: &Shared,
     mut upload: Box<dyn Upload>,
     header: FileHeader,
     done_rx: Receiver<Done>,
     frame_return: Sender<Vec<u8>>,
+    raw_return: Sender<Vec<u8>>,
     trace: Option<TraceSink>,
     started: Instant,
 ) -> Option<Sequenced> {
@@ -852,18 +884,29 @@ fn sequencer(
         waiting.insert(done.seq, done);
         while let Some(d) = waiting.remove(&next) {
             next += 1;
-            if failed {
+            let release = |d: Done| {
                 let _ = frame_return.try_send(d.frame);
+                if let Some(raw) = d.raw_payload {
+                    let _ = raw_return.try_send(raw);
+                }
+            };
+            if failed {
+                release(d);
                 continue;
             }
             let t0 = Instant::now();
-            if let Err(e) = upload.append(&d.frame) {
+            let written = upload.append(&d.frame).and_then(|()| match &d.raw_payload {
+                Some(raw) => upload.append(raw),
+                None => Ok(()),
+            });
+            if let Err(e) = written {
                 shared.fail(format!("writing frame {}: {e}", d.seq));
                 failed = true;
-                let _ = frame_return.try_send(d.frame);
+                release(d);
                 continue;
             }
             let busy = t0.elapsed();
+            let frame_len = d.header.frame_len();
             let this_backlogged = backlogged;
             while let Ok(more) = done_rx.try_recv() {
                 waiting.insert(more.seq, more);
@@ -871,14 +914,14 @@ fn sequencer(
             backlogged = waiting.contains_key(&next);
             sink_busy += busy;
             trailer.push(&d.header, file_offset);
-            file_offset += d.frame.len() as u64;
+            file_offset += frame_len;
             *configs.entry(d.header.describe()).or_default() += 1;
             shared.raw_written.fetch_add(u64::from(d.header.raw_len), Ordering::Relaxed);
             shared.stored_written.store(file_offset, Ordering::Relaxed);
             let status = {
                 let mut dsp = lock(&shared.dispatch);
                 dsp.controller.record_sink(&SinkMeasurement {
-                    bytes: d.frame.len() as u64,
+                    bytes: frame_len,
                     busy,
                     backlogged: this_backlogged,
                 });
@@ -911,7 +954,7 @@ fn sequencer(
                     failed = true;
                 }
             }
-            let _ = frame_return.try_send(d.frame);
+            release(d);
         }
     }
     if !waiting.is_empty() && !failed {
