@@ -30,11 +30,12 @@ pub struct ControllerConfig {
     pub start: Option<CodecSpec>,
     /// Nominal block size in bytes; shorter blocks weigh less in the estimates. Default 1 MiB.
     pub block_size: u64,
-    /// Dead band: compression must be this much faster than the target (0.10 = 10 %) before
-    /// the controller spends more effort. Default 0.10.
+    /// Dead band (S2/S3; S1 uses `throughput_margin`): compression must be this much faster
+    /// than the target (0.10 = 10 %) before the controller spends more effort. Default 0.10.
     pub dead_band: f64,
-    /// Consecutive fresh measurements of the current rung, all faster than target by more
-    /// than the dead band, needed before the controller spends more effort. Default 3.
+    /// Consecutive confirming fresh measurements of the current rung (S2/S3: all faster than
+    /// target by more than the dead band; S1: none clearly slower than predicted) needed
+    /// before the controller spends more effort. Default 3.
     pub confirm: u32,
     /// Weight of a measurement slower than the estimate (0..=1). Default 0.7.
     pub alpha_slow: f64,
@@ -66,6 +67,11 @@ pub struct ControllerConfig {
     /// block than one that is too fast costs ratio; capping the climb bounds what a wrong
     /// extrapolation can cost before the next measurement corrects it.
     pub max_climb: usize,
+    /// S1 (throughput) hysteresis: the current rung is left for a faster one only when its
+    /// predicted write throughput is below the best rung's by more than this (0.05 = 5 %),
+    /// and rungs within it of the best count as equally fast, the best ratio among them
+    /// winning. Default 0.05.
+    pub throughput_margin: f64,
 }
 
 impl ControllerConfig {
@@ -92,6 +98,7 @@ impl ControllerConfig {
             probe_rungs: vec![spec(CodecId::Lz4, 1), spec(CodecId::Zstd, 1)],
             link_memory_bytes: 32 << 20,
             max_climb: 2,
+            throughput_margin: 0.05,
         }
     }
 
@@ -235,7 +242,8 @@ pub struct Status {
     pub ratio: Option<f64>,
     /// Link speed in use, bytes/s (None while `Link::Auto` has no sink measurement).
     pub link: Option<f64>,
-    /// Smoothed CPU time / wall time of the workers: below 1 when they compete for cores.
+    /// CPU time / wall time of the workers' blocks (1 / their smoothed wall/CPU ratio): below
+    /// 1 when they compete for cores.
     pub cpu_share: Option<f64>,
     /// Blocks decided so far.
     pub blocks: u64,
@@ -282,7 +290,8 @@ struct Lane {
     since: u64,
     /// Fresh measurements at the current rung.
     fresh: u32,
-    /// Consecutive fresh measurements faster than target by more than the dead band.
+    /// Consecutive fresh measurements that confirm spending more effort: for S2/S3 faster than
+    /// the target by more than the dead band; for S1 not clearly slower than predicted.
     streak: u32,
     /// False until the link is known (Link::Auto): the lane holds its start rung.
     started: bool,
@@ -320,7 +329,9 @@ pub struct Controller {
     /// The model's clock: compression attempts decided. Blocks sent raw (hints, probe mode,
     /// mixes) do not age what the model knows about the data that compresses.
     clock: u64,
-    cpu_share: Option<f64>,
+    /// Smoothed wall time / CPU time of the workers' blocks (each block's at most
+    /// STRETCH_CLIP times the smoothed one).
+    stretch: Option<f64>,
 }
 
 /// Prediction of the reference table when nothing has been measured: assume the machine is
@@ -332,6 +343,12 @@ const INITIAL_LEVEL: f64 = 0.5;
 /// tried, one rung at a time, when the current rung has headroom: the reference shape's
 /// typical error per step (the thesis' zstd levels deviate from a smooth curve by about this).
 const EXPLORE: f64 = 0.15;
+
+/// The most one block's wall/CPU ratio may exceed the usual one in the smoothed ratio.
+const STRETCH_CLIP: f64 = 1.5;
+
+/// Weight of one block in the smoothed wall/CPU ratio (about the last 10 blocks).
+const STRETCH_RATE: f64 = 0.1;
 
 /// A mix compressing less than this fraction of blocks sends everything raw: below it the
 /// saving is under 0.2 % and not worth a decision per block.
@@ -352,6 +369,7 @@ impl Controller {
         let mut cfg = cfg;
         let d = ControllerConfig::new(cfg.strategy, cfg.link, cfg.threads);
         cfg.dead_band = finite_in(cfg.dead_band, 0.0, 10.0, d.dead_band);
+        cfg.throughput_margin = finite_in(cfg.throughput_margin, 0.0, 1.0, d.throughput_margin);
         cfg.alpha_slow = finite_in(cfg.alpha_slow, 0.01, 1.0, d.alpha_slow);
         cfg.alpha_fast = finite_in(cfg.alpha_fast, 0.01, 1.0, d.alpha_fast);
         cfg.alpha_rung = finite_in(cfg.alpha_rung, 0.01, 1.0, d.alpha_rung);
@@ -388,7 +406,7 @@ impl Controller {
             last_attempt: None,
             seq: 0,
             clock: 0,
-            cpu_share: None,
+            stretch: None,
             cfg,
         }
     }
@@ -482,8 +500,18 @@ impl Controller {
         if d.reason == Reason::HintNoCompress {
             return;
         }
-        let time = if !m.wall.is_zero() { m.wall } else { m.cpu };
-        let secs = time.as_secs_f64();
+        // A block's time as the pipeline gets it: its CPU time times the workers' usual
+        // wall/CPU ratio (wall time alone until that is known, or without CPU times). Not its
+        // own wall time: on a busy machine (two workers, the application's reader and the
+        // writer on two cores) the same block takes 1-3x its CPU time in wall time depending
+        // on when its worker gets a core, which says nothing about the data, while data that
+        // gets harder takes more CPU time, and contention that lasts moves the usual ratio.
+        let (wall, cpu) = (m.wall.as_secs_f64(), m.cpu.as_secs_f64());
+        let secs = match self.stretch {
+            Some(stretch) if cpu > 0.0 => cpu * stretch,
+            _ if wall > 0.0 => wall,
+            _ => cpu,
+        };
         let speed = (m.raw_len > 0 && secs > 0.0).then(|| m.raw_len as f64 / secs);
         if d.codec == CodecSpec::NONE {
             if let Some(s) = speed {
@@ -495,9 +523,17 @@ impl Controller {
         if m.raw_len == 0 {
             return;
         }
-        if !m.wall.is_zero() {
-            let share = (m.cpu.as_secs_f64() / m.wall.as_secs_f64()).clamp(0.0, 1.0);
-            self.cpu_share = Some(self.cpu_share.map_or(share, |c| c + 0.2 * (share - c)));
+        if wall > 0.0 && cpu > 0.0 {
+            // The mean, not the harmonic mean: the pipeline's throughput is set by the mean
+            // time per block. A block whose worker waited unusually long counts as
+            // STRETCH_CLIP times the usual ratio at most: one descheduled block must not make
+            // every later one look slow; contention that lasts still moves it within a few
+            // dozen blocks.
+            let x = (wall / cpu).clamp(1.0, 1e3);
+            self.stretch = Some(match self.stretch {
+                None => x,
+                Some(v) => v + STRETCH_RATE * (x.min(v * STRETCH_CLIP) - v),
+            });
         }
 
         let raw_len = m.raw_len as f64;
@@ -541,6 +577,8 @@ impl Controller {
 
         let rung = self.cfg.ladder.position(d.codec);
         let weight = (raw_len / self.cfg.block_size as f64).min(1.0);
+        // What the model expected of this block, before it learns from it.
+        let predicted = rung.map(|r| self.threads * self.model.speed(r, self.clock));
         if compressible {
             let sample =
                 Sample { spec: d.codec, rung, speed, ratio: raw_len / stored, weight, reset };
@@ -559,13 +597,22 @@ impl Controller {
         let (Some(rung), Some(link)) = (rung, self.link()) else { return };
         let Some(speed) = speed else { return };
         let threshold = 1.0 + self.cfg.dead_band;
+        // A measurement is "slower than predicted" for S1 beyond the margin or one unit of
+        // measurement noise, whichever is wider.
+        let slack = (1.0 + self.cfg.throughput_margin).max(self.model.noise().exp());
         let agg = speed * self.threads;
         let ratio = self.model.ratio(rung, self.clock);
         for lane in &mut self.lanes {
             if lane.rung == rung && d.seq >= lane.since {
                 lane.fresh = lane.fresh.saturating_add(1);
-                let headroom = agg / target(lane.strategy, link, ratio);
-                lane.streak = if headroom > threshold { lane.streak.saturating_add(1) } else { 0 };
+                let confirms = if lane.strategy == Strategy::Throughput {
+                    // S1 moves on predicted throughputs; a fresh block confirms them unless
+                    // it was clearly slower than predicted.
+                    predicted.is_some_and(|p| agg * slack >= p)
+                } else {
+                    agg / target(lane.strategy, link, ratio) > threshold
+                };
+                lane.streak = if confirms { lane.streak.saturating_add(1) } else { 0 };
             }
         }
     }
@@ -587,7 +634,7 @@ impl Controller {
             speed: None,
             ratio: None,
             link,
-            cpu_share: self.cpu_share,
+            cpu_share: self.stretch.map(|s| 1.0 / s),
             blocks: self.seq,
         };
         let rung = match strategy {
@@ -692,6 +739,36 @@ impl Controller {
         let now = self.clock;
         let speed = self.threads * self.model.speed(rung, now);
         speed / target(strategy, link, self.model.ratio(rung, now))
+    }
+
+    /// S1's predicted write throughput of a rung, raw bytes/s: the compressors or the link,
+    /// whichever is slower, `min(N S(r), L f(r))`.
+    fn throughput(&self, link: f64, rung: usize) -> f64 {
+        let now = self.clock;
+        (self.threads * self.model.speed(rung, now)).min(link * self.model.ratio(rung, now))
+    }
+
+    /// S1's choice among rungs `1..end`: of the rungs predicted to write within the margin of
+    /// the fastest of them, the one with the best predicted ratio. Returns it and the fastest
+    /// predicted throughput (None if the range is empty).
+    fn s1_pick(&self, link: f64, end: usize) -> Option<(usize, f64)> {
+        let now = self.clock;
+        let end = end.min(self.cfg.ladder.len());
+        let t: Vec<f64> =
+            (0..end).map(|r| if r == 0 { 0.0 } else { self.throughput(link, r) }).collect();
+        let best = t.iter().copied().fold(0.0, f64::max);
+        let margin = 1.0 + self.cfg.throughput_margin;
+        let pick = (1..end).filter(|&r| t[r] * margin >= best).max_by(|&a, &b| {
+            let (fa, fb) = (self.model.ratio(a, now), self.model.ratio(b, now));
+            fa.total_cmp(&fb).then(t[a].total_cmp(&t[b]))
+        })?;
+        Some((pick, best))
+    }
+
+    /// True if some codec rung is predicted at least `min` times as fast as its target: for
+    /// S1, some rung keeps the link full with compressed data.
+    fn any_fast_enough(&self, strategy: Strategy, link: f64, min: f64) -> bool {
+        (1..self.cfg.ladder.len()).any(|r| self.headroom(strategy, link, r) >= min)
     }
 
     /// The predicted headroom a rung needs to be tried: 1, or `1 - EXPLORE` for a rung that
@@ -804,7 +881,13 @@ impl Controller {
             lane.started = true;
             if self.cfg.start.is_none() && self.fixed_link.is_some() && !self.model.has_speed() {
                 // Aim the first rung with the (pessimistic) reference table.
-                match self.last_ok_from(strategy, link, 1, 1.0) {
+                let aim = if strategy == Strategy::Throughput {
+                    self.any_fast_enough(strategy, link, 1.0)
+                        .then(|| self.s1_pick(link, n).map_or(1, |p| p.0))
+                } else {
+                    self.last_ok_from(strategy, link, 1, 1.0)
+                };
+                match aim {
                     Some(r) => moved(&mut lane, r, false),
                     None => {
                         let m = self.best_saver().0;
@@ -829,7 +912,13 @@ impl Controller {
         }
 
         if lane.mixing {
-            let any_ok = self.last_ok_from(strategy, link, 1, threshold);
+            let any_ok = if strategy == Strategy::Throughput {
+                // To the rung predicted to write fastest, once one keeps the link full.
+                self.any_fast_enough(strategy, link, threshold)
+                    .then(|| self.s1_pick(link, n).map_or(1, |p| p.0))
+            } else {
+                self.last_ok_from(strategy, link, 1, threshold)
+            };
             // Leaving the mix spends more effort: only on fresh measurements of the mix rung,
             // unless nothing is compressed to measure (all raw) or nothing was ever measured.
             let confirmed = lane.fresh >= self.cfg.confirm
@@ -844,6 +933,54 @@ impl Controller {
                     * (1.0 - 1.0 / self.model.ratio(lane.rung, self.clock));
                 if best != lane.rung && rate > 1.1 * cur_rate {
                     moved(&mut lane, best, true);
+                }
+            }
+        } else if strategy == Strategy::Throughput {
+            // S1 maximises the predicted write throughput min(N S, L f) over the ladder.
+            let cur = lane.rung;
+            if !self.any_fast_enough(strategy, link, 1.0) {
+                // No rung keeps the link full: every one is compression-bound, and a mix of
+                // raw and compressed blocks writes faster than any of them.
+                let m = self.best_saver().0;
+                moved(&mut lane, m, true);
+                reason = Reason::TooSlow;
+            } else {
+                let (pick, best) = self.s1_pick(link, n).unwrap_or((cur, 0.0));
+                let margin = 1.0 + self.cfg.throughput_margin;
+                let here = self.throughput(link, cur);
+                let confirmed = lane.streak >= self.cfg.confirm;
+                let top = n.saturating_sub(1).min(cur + self.cfg.max_climb.max(1));
+                // A rung never measured, within a climb, is tried if its prediction with the
+                // shape's typical error in its favour would count as fast as the best: as in
+                // S2, without this a pessimistic shape (on some text zstd's negative levels
+                // are no faster than zstd:1) would stop the climb short for good.
+                let now = self.clock;
+                let explore = (cur + 1..=top).find(|&r| {
+                    let optimistic = (self.threads * self.model.speed(r, now) / (1.0 - EXPLORE))
+                        .min(link * self.model.ratio(r, now));
+                    self.model.confidence(r, now) <= 0.0
+                        && self.model.ratio(r, now) > self.model.ratio(cur, now)
+                        && optimistic * margin >= best
+                });
+                if lane.tentative && lane.fresh == 0 {
+                    // Tried on the shape's word: the prediction that made it worth trying is
+                    // no evidence against it until its first fresh measurement.
+                } else if pick > cur && confirmed {
+                    // More effort (faster writes, or as fast with a better ratio): only on
+                    // confirmed predictions, and a bounded step at a time.
+                    moved(&mut lane, pick.min(top), false);
+                    reason = Reason::Headroom;
+                } else if let Some((down, _)) =
+                    self.s1_pick(link, cur).filter(|&(_, b)| here * margin < b)
+                {
+                    // Less effort writes clearly faster: at once (even when more effort is
+                    // predicted better still, but not confirmed).
+                    moved(&mut lane, down, false);
+                    reason = Reason::TooSlow;
+                } else if let (Some(r), true) = (explore, confirmed) {
+                    moved(&mut lane, r, false);
+                    lane.tentative = true;
+                    reason = Reason::Headroom;
                 }
             }
         } else {

@@ -49,11 +49,18 @@
 //! ## Measurements
 //!
 //! * **Per block** ([`BlockMeasurement`]): raw and stored size, wall and CPU time of the
-//!   worker. A block's *per-thread speed* is `raw_len / wall` (CPU time if the wall time is
-//!   zero). Wall time, not CPU time, because it is what the pipeline gets: a worker that
-//!   competes with the application for a core takes longer in wall time than in CPU time, and
-//!   the smoothed CPU/wall ratio is reported as [`Status::cpu_share`] so that tracing shows it.
-//!   Blocks shorter than the nominal block size weigh proportionally less.
+//!   worker. A block's *per-thread speed* is `raw_len / (cpu x s)`, with `s` the workers'
+//!   smoothed wall/CPU ratio (`raw_len / wall` until `s` is known, or without CPU times).
+//!   What the pipeline gets is wall time: a worker that competes with the application's
+//!   threads for a core takes longer in wall time than in CPU time, and `s` carries that. But
+//!   one block's own wall time says little: on 2 cores with 2 workers, the reader and the
+//!   writer, the same block takes 1-3x its CPU time depending on when its worker gets a core,
+//!   and one noisy block used to send S1 from zstd back to LZ4. Data that gets harder takes
+//!   more CPU time; contention that lasts moves `s` (a mean over about 10 blocks, rate 0.1,
+//!   each block's ratio counted as at most 1.5x the current `s`, so that one descheduled
+//!   block does not make the next ones look slow either). `1/s` is reported as
+//!   [`Status::cpu_share`]. Blocks shorter than the nominal block size weigh proportionally
+//!   less.
 //! * **Aggregate speed**: `threads x per-thread speed`. Each block is timed while the other
 //!   workers run, so memory-bandwidth contention between them (the thesis measured 10x, not
 //!   12x, on 12 cores) is already in the per-thread speed; idle time of a worker (waiting for
@@ -76,9 +83,28 @@
 //! step between them. This is the per-rung memory: a jump is aimed at the rung *predicted* to
 //! meet the target, not made blind.
 //!
-//! The level follows measurements asymmetrically: a measurement slower than the estimate
-//! weighs 0.7, a faster one 0.15 (an EWMA in log space each way). Slow news is acted on at
-//! once; fast news must repeat before it counts. Ratios are modelled the same way on the
+//! The measured rung's prediction follows measurements asymmetrically: it moves 0.79 of the
+//! way towards a slower measurement (`alpha_slow` 0.7, plus `alpha_rung` 0.3 of the rest), 0.4
+//! towards a faster one (`alpha_fast` 0.15 plus 0.3 of the rest), in log space. Slow news is
+//! acted on at once; fast news must repeat before it counts. Two refinements keep this sound
+//! when measurements are noisy:
+//!
+//! * **Slow news must stand out of the noise.** The model tracks the mean absolute error of
+//!   its predictions within runs of one rung (the measurement noise, rate 0.1). A slowdown of
+//!   two noise units or more gets the full slow weight; one within one unit is likely noise
+//!   and weighs like a correction (0.3); in between, in proportion. Without noise (the
+//!   simulator's default) every slowdown is news, as before.
+//! * **The level takes a fixed share of the measured rung's move**: 0.9 within a run of
+//!   measurements of one rung (how the data changes), 0.2 for the first measurement after
+//!   other rungs' (mostly how this rung differs from them, e.g. a rung tried and found slow
+//!   stays remembered as slow); the rest goes to the rung's own correction. Earlier the
+//!   level moved 0.7/0.15 and the correction symmetrically 0.3 of the rest: under noise the
+//!   asymmetry ratcheted the level down and the correction up without bound (e^-13 after 400
+//!   noisy blocks), and every other rung's prediction, relative to the level, collapsed with
+//!   it (lz4:50 predicted at 35 MB/s). A share that does not depend on the error's sign
+//!   cannot drift.
+//!
+//! Ratios are modelled the same way on the
 //! ln(ratio) scale ("bits saved"), so that incompressible data is a level near zero, not a
 //! ratio below 1. Data that gets easier or harder moves every rung together through the
 //! level, which needs no forgetting; what one rung did relative to the others fades into its
@@ -101,7 +127,7 @@
 //!
 //! | strategy | target of rung r | chosen rung |
 //! |---|---|---|
-//! | S1 `throughput` | `L x f(r)`: the effective link speed | the last rung whose speed >= `L f(r)`, i.e. whose *compressed output* keeps the link full |
+//! | S1 `throughput` | `L x f(r)`: the effective link speed | the rung with the highest predicted write throughput `min(N S(r), L f(r))` (below) |
 //! | S2 `keep-pace` | `L` | the last rung at least as fast as the link |
 //! | S3 `prolong=F` | `L / F` | the last rung at least as fast as `L/F` |
 //! | `archive` | none | the last rung (xz:9), probe mode for incompressible data |
@@ -113,7 +139,44 @@
 //! stops before the slow zstd levels rather than jump over them to xz on the reference
 //! table's word; it gets to xz only when the target is below what zstd:22 does.
 //!
-//! ## Moving along the ladder: asymmetric, aimed, with a dead band
+//! ## S1: the fastest write
+//!
+//! S1's objective is the write throughput, `T(r) = min(N S(r), L f(r))`: the compressors or
+//! the link, whichever is slower (`N S` the aggregate compression speed of rung `r`). A rung
+//! slower than its own target `L f` can still write fastest when its ratio is much higher:
+//! on English-like text at 1GbE with 2 workers, lz4:1 (ratio 2.19, 900 MB/s) writes at
+//! `min(900, 256) = 256` MB/s while zstd:1 (3.58, ~320-400 MB/s) writes at 320-400. The old
+//! rule, "the last rung whose speed >= `L f`", raised the target with the ratio across the
+//! LZ4 -> zstd change, found every zstd rung "too slow" and spent 191 of 300 blocks on
+//! lz4:1. So S1 predicts `T` for every rung from the model and:
+//!
+//! * **picks** the rung with the best predicted ratio among those within
+//!   [`ControllerConfig::throughput_margin`] (5 %) of the highest `T` (equally fast: store
+//!   less);
+//! * **spends more effort** towards that pick only after `confirm` (3) fresh measurements of
+//!   the current rung in a row that were not clearly slower than predicted (by more than the
+//!   margin or one unit of measurement noise), at most `max_climb` (2) rungs per move. A rung
+//!   never measured within that climb is also tried if its prediction with the shape's
+//!   typical 15 % error in its favour would count as fast as the best (on the text above
+//!   zstd's negative levels compress no faster than zstd:1, against 1.4x in the reference
+//!   shape; without this, S1 stopped at zstd:-3);
+//! * **spends less effort at once** when a faster rung is predicted to write clearly faster,
+//!   by more than the margin, than the current one (the best of the faster rungs, even when a
+//!   slower rung is predicted better still but not confirmed): the margin is the hysteresis,
+//!   so noise in the estimate does not flip the rung;
+//! * **mixes raw and compressed blocks** when no rung keeps the link full (`N S < L f` for
+//!   every rung: then every rung is compression-bound, and the mix below writes faster than
+//!   any of them, `L + S (1 - 1/f)`).
+//!
+//! The `hot` hint decides its blocks this way too.
+//!
+//! ## S2 and S3: moving along the ladder, asymmetric, aimed, with a dead band
+//!
+//! S2's and S3's targets do not depend on the ratio, so "the last rung at least as fast as
+//! the target" is their objective. The too-slow trigger below is the model's smoothed
+//! prediction, never one block's measurement, and with the noise-aware model and the
+//! CPU-time-based speed above, one slow block moves it little unless the data really got
+//! slower.
 //!
 //! With `h = predicted aggregate speed / target` at the current rung (the *headroom*):
 //!
@@ -231,12 +294,24 @@
 //!
 //! | strategy | 117 MB/s | 1200 MB/s | 6000 MB/s |
 //! |---|---|---|---|
-//! | S1 throughput | zstd:7 | zstd:-1 | lz4:18 |
+//! | S1 throughput | zstd:8 | zstd:1 | lz4:12 |
 //! | S2 keep-pace | zstd:14 | zstd:2 | lz4:3 |
 //! | S3 prolong=1.5 | zstd:16 | zstd:3 | zstd:-4 |
 //!
-//! Each is the last rung at least as fast as the target, reached from lz4:50 and from xz:9
-//! within 8-80 blocks, with no too-slow block afterwards. After the data turns 3.3x slower,
+//! S1's is the rung that writes fastest (each is compression-bound, just past the last rung
+//! that keeps the link full, which the old rule chose: zstd:7, zstd:-1, lz4:18); S2's and
+//! S3's the last rung at least as fast as the target. Each is reached from lz4:50 and from
+//! xz:9 within 8-120 blocks, with no too-slow block afterwards.
+//!
+//! The codec family change measured on real data (2 workers, 117 MB/s, per thread lz4:1
+//! 450 MB/s ratio 2.2, zstd:-4 300 MB/s 3.1, zstd:1 160 MB/s 3.6, zstd:3 70 MB/s 3.76), with
+//! each block's wall time 1-2.5x its CPU time and ±15 % speed jitter: from lz4:50, lz4:1,
+//! zstd:1, xz:9 or aimed, S1 writes within 0-1.5 % of the best static rung (zstd:-2, 386-389
+//! MB/s in the same runs) after 60 blocks, with 98-100 % of the blocks at zstd:-2, a neighbour
+//! or a rung as fast, and no block back on LZ4 (the old rule: mostly lz4:1). The same within
+//! 0-2.5 % with zstd:1 the best rung (two variants); without noise within 4.5 % (it settles
+//! on zstd:-1, as fast within the margin and a better ratio); without CPU times within
+//! 0-7 % (wall times alone are noisier). After the data turns 3.3x slower,
 //! the too-slow rung is left N blocks later (as soon as the first slow measurement is in).
 //! With 2 workers at 6000 MB/s no codec keeps up and S1 mixes 40 % LZ4 blocks with raw
 //! ones. 100 incompressible blocks cost 12 attempts; compressible data after them is
@@ -246,6 +321,8 @@
 //!
 //! | tunable | default | why |
 //! |---|---|---|
+//! | `throughput_margin` | 0.05 | S1: a rung is left for a faster one only when that is predicted to write more than 5 % faster, and rungs within 5 % of the fastest count as equally fast (the best ratio among them wins). Adjacent rungs' throughputs differ by 3-8 % near the best rung, so this keeps the estimate's noise from flipping the rung while costing at most 5 % |
+//! | `max_climb` | 2 | a move to more effort climbs at most 2 rungs: speeds extrapolate badly to other data, and a too-slow rung costs more than a too-fast one |
 //! | `dead_band` | 0.10 | adjacent rungs differ by 8-15 % in speed; a smaller band moves into rungs that are too slow on the next noisy block |
 //! | `confirm` | 3 | three fresh blocks in a row: one block can be an outlier, and with N workers in flight a move costs N blocks to undo |
 //! | `alpha_slow` / `alpha_fast` | 0.7 / 0.15 | act on slowness at once, on speed only when it repeats (the thesis' "decision thresholds") |

@@ -3,8 +3,11 @@
 //! It models N workers that each compress one block at a time, a bounded number of blocks in
 //! flight, and an ordered writer that sends frames, one after the other, through a link of
 //! fixed speed. Every block's compression time and ratio come from a [`DataModel`] (a speed and
-//! ratio per codec setting), optionally with deterministic jitter. Time is simulated: there are
-//! no threads, no sleeps and no clock, and the same inputs always give the same run.
+//! ratio per codec setting, from the reference table or from a few measured anchors), optionally
+//! with deterministic jitter of each block's speed and with wall-time noise (a block's wall time
+//! 1-N times its CPU time, as on a machine whose cores the workers share with other threads).
+//! Time is simulated: there are no threads, no sleeps and no clock, and the same inputs always
+//! give the same run.
 //!
 //! Measurements reach the controller the way they do in the real pipeline: a block's
 //! [`BlockMeasurement`] when its worker finishes it, a [`SinkMeasurement`] when its frame has
@@ -96,6 +99,52 @@ impl DataModel {
             fallback_speed: speed_scale,
             fallback_ratio_pow: ratio_pow,
         }
+    }
+
+    /// Data described by a few measured settings (`anchors`: setting and per-thread
+    /// performance, all on `ladder`), for reproducing a measurement: between two anchors,
+    /// speed and ratio are interpolated log-linearly along the ladder; beyond the first or the
+    /// last anchor they follow the reference shape from the nearest anchor (speed in
+    /// proportion, ln(ratio) in proportion). Settings not on the ladder use the reference.
+    ///
+    /// # Panics
+    ///
+    /// If `anchors` is empty or names a setting that is not a codec rung of `ladder`.
+    pub fn from_anchors(name: &str, ladder: &Ladder, anchors: &[(CodecSpec, Perf)]) -> DataModel {
+        let mut pts: Vec<(usize, Perf)> = anchors
+            .iter()
+            .map(|&(spec, p)| {
+                let i = ladder.position(spec).filter(|&i| i > 0);
+                (i.unwrap_or_else(|| panic!("anchor {spec} is not a codec rung")), p)
+            })
+            .collect();
+        pts.sort_by_key(|&(i, _)| i);
+        assert!(!pts.is_empty(), "from_anchors needs at least one anchor");
+        let rungs = ladder.rungs();
+        // From anchor `a` along the reference shape to rung `i`.
+        let shaped = |i: usize, (a, p): (usize, Perf)| {
+            let (ri, ra) = (reference(rungs[i]), reference(rungs[a]));
+            let pow = if ra.ratio > 1.0 { p.ratio.ln() / ra.ratio.ln() } else { 1.0 };
+            Perf { speed: p.speed * ri.speed / ra.speed, ratio: (ri.ratio.ln() * pow).exp() }
+        };
+        let table = (1..ladder.len())
+            .map(|i| {
+                let below = pts.iter().rev().find(|&&(a, _)| a <= i).copied();
+                let above = pts.iter().find(|&&(b, _)| b >= i).copied();
+                let perf = match (below, above) {
+                    (Some((a, pa)), Some((b, _))) if a == b => pa,
+                    (Some((a, pa)), Some((b, pb))) => {
+                        let t = (i - a) as f64 / (b - a) as f64;
+                        let lerp = |x: f64, y: f64| (x.ln() * (1.0 - t) + y.ln() * t).exp();
+                        Perf { speed: lerp(pa.speed, pb.speed), ratio: lerp(pa.ratio, pb.ratio) }
+                    }
+                    (Some(a), None) | (None, Some(a)) => shaped(i, a),
+                    (None, None) => unreachable!("at least one anchor"),
+                };
+                (rungs[i], perf)
+            })
+            .collect();
+        DataModel { name: name.into(), table, fallback_speed: 1.0, fallback_ratio_pow: 1.0 }
     }
 
     /// Data no codec can shrink (already compressed or random). LZ4 and zstd notice quickly
@@ -192,8 +241,18 @@ pub struct SimConfig {
     pub raw_speed: f64,
     /// Relative jitter of each block's speed (0.1 = ±10 %) and a third of it on its ratio.
     pub jitter: f64,
-    /// Seed of the jitter.
+    /// Seed of the jitter and of the wall-time noise.
     pub seed: u64,
+    /// Wall-time noise: each block's wall time is its CPU time times a factor drawn
+    /// uniformly from `1..=wall_noise` (1 = none), the way a worker on a busy machine (the
+    /// application's threads and the writer compete for the cores) takes 1-3x longer in wall
+    /// time than in CPU time for the same work. The data model's speeds are the *mean* speeds
+    /// the pipeline gets: the factor is divided by its mean, so noise changes how much one
+    /// block's measurement says, not how fast the data compresses on average.
+    pub wall_noise: f64,
+    /// Measurements carry the blocks' CPU times (false: zero, as on a platform without
+    /// per-thread CPU clocks, so the controller has only wall times).
+    pub cpu_times: bool,
 }
 
 impl SimConfig {
@@ -209,12 +268,21 @@ impl SimConfig {
             raw_speed: 8e9,
             jitter: 0.0,
             seed: 1,
+            wall_noise: 1.0,
+            cpu_times: true,
         }
     }
 
     /// The same configuration with jitter.
     pub fn with_jitter(mut self, jitter: f64, seed: u64) -> SimConfig {
         self.jitter = jitter;
+        self.seed = seed;
+        self
+    }
+
+    /// The same configuration with wall-time noise of up to `max` x the CPU time.
+    pub fn with_wall_noise(mut self, max: f64, seed: u64) -> SimConfig {
+        self.wall_noise = max;
         self.seed = seed;
         self
     }
@@ -256,7 +324,11 @@ impl SimConfig {
                     decision.codec != CodecSpec::NONE && compressed as f64 > raw as f64 * keep;
                 let stored =
                     if decision.codec == CodecSpec::NONE || stored_raw { raw } else { compressed };
-                let secs = raw as f64 / speed;
+                // Mean wall time; the CPU time is what is left without the noise.
+                let mean = raw as f64 / speed;
+                let noise = self.noise_for(seq);
+                let secs = mean * noise.0;
+                let cpu = mean * noise.1;
                 let finish = start + secs;
                 let write_start = finish.max(last_write_end);
                 let busy = (stored + FRAME_HEADER) as f64 / self.link;
@@ -264,14 +336,13 @@ impl SimConfig {
                 last_write_end = write_end;
                 workers[w] = finish;
 
-                let t = Duration::from_secs_f64(secs);
                 let m = BlockMeasurement {
                     decision,
                     raw_len: raw,
                     stored_len: stored,
                     stored_raw,
-                    wall: t,
-                    cpu: t,
+                    wall: Duration::from_secs_f64(secs),
+                    cpu: if self.cpu_times { Duration::from_secs_f64(cpu) } else { Duration::ZERO },
                 };
                 pending.push((finish, 0, seq, Event::Block(m)));
                 let s = SinkMeasurement {
@@ -300,15 +371,27 @@ impl SimConfig {
         SimReport { link: self.link, threads: self.threads, blocks }
     }
 
+    /// Uniform in [0, 1), deterministic in the seed, the block and the salt.
+    fn uniform(&self, seq: u64, salt: u64) -> f64 {
+        (splitmix64(self.seed ^ seq.wrapping_mul(0x9e37) ^ salt) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     fn jitter_for(&self, seq: u64) -> (f64, f64) {
         if self.jitter <= 0.0 {
             return (1.0, 1.0);
         }
-        let u = |salt: u64| {
-            (splitmix64(self.seed ^ seq.wrapping_mul(0x9e37) ^ salt) >> 11) as f64
-                / (1u64 << 53) as f64
-        };
+        let u = |salt| self.uniform(seq, salt);
         (1.0 + self.jitter * (2.0 * u(1) - 1.0), 1.0 + self.jitter / 3.0 * (2.0 * u(2) - 1.0))
+    }
+
+    /// (wall, cpu) of a block relative to its mean wall time.
+    fn noise_for(&self, seq: u64) -> (f64, f64) {
+        if !(self.wall_noise.is_finite() && self.wall_noise > 1.0) {
+            return (1.0, 1.0);
+        }
+        let mean = (1.0 + self.wall_noise) / 2.0;
+        let factor = 1.0 + (self.wall_noise - 1.0) * self.uniform(seq, 3);
+        (factor / mean, 1.0 / mean)
     }
 }
 
