@@ -70,23 +70,13 @@ pub enum Output {
 const OUT_BUF: usize = 1 << 20;
 
 impl Output {
-    /// Open `arg` for writing. `-` is standard output, refused when it is a terminal and
-    /// `binary` (compressed data would garble it). An existing file is refused without `force`.
-    pub fn create(arg: &str, force: bool, binary: bool) -> Result<Output> {
+    /// Open `arg` for writing: `-` is standard output. An existing file is refused without
+    /// `force`.
+    pub fn create(arg: &str, force: bool) -> Result<Output> {
         if arg == "-" {
-            let out = io::stdout();
-            if binary && out.is_terminal() {
-                bail!("refusing to write compressed data to a terminal; give an output file or redirect stdout");
-            }
-            return Ok(Output::Stdout(out.lock()));
+            return Ok(Output::Stdout(io::stdout().lock()));
         }
-        let path = PathBuf::from(arg);
-        if !force && path.exists() {
-            bail!("{arg} already exists; use --force to overwrite it");
-        }
-        let (store, name) =
-            LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
-        let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
+        let (upload, path) = file_upload(arg, force)?;
         Ok(Output::File { upload: Some(upload), path, buf: Vec::with_capacity(OUT_BUF) })
     }
 
@@ -209,6 +199,13 @@ pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)
     if arg == "-" {
         return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
     }
+    let (upload, path) = file_upload(arg, force)?;
+    Ok((upload, path.display().to_string()))
+}
+
+/// An upload for the file `arg` through adz-store's local storage: written under a temporary
+/// name, visible under `arg` only once committed. An existing file is refused without `force`.
+fn file_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, PathBuf)> {
     let path = PathBuf::from(arg);
     if !force && path.exists() {
         bail!("{arg} already exists; use --force to overwrite it");
@@ -216,5 +213,5 @@ pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)
     let (store, name) =
         LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
     let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
-    Ok((upload, path.display().to_string()))
+    Ok((upload, path))
 }

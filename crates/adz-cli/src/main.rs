@@ -168,18 +168,9 @@ struct VerifyArgs {
     quiet: bool,
 }
 
+/// A block size: a byte count (see [`parse_bytes`]) of 1 byte ..= 64 MiB.
 fn parse_size(s: &str) -> Result<u32, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 4096, 64K, 1MiB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        _ => return Err(format!("unknown unit in {s:?}; use K or M (binary), e.g. 64K, 1MiB")),
-    };
-    let bytes = n.saturating_mul(mult);
+    let bytes = parse_bytes(s)?;
     if bytes == 0 || bytes > u64::from(MAX_FRAME_RAW_LEN) {
         return Err(format!("block size must be 1 byte ..= 64 MiB, got {s}"));
     }
@@ -420,7 +411,7 @@ fn decompress(a: DecompressArgs) -> Result<ExitCode> {
     }
     let started = Instant::now();
     let reader = input.reader()?;
-    let mut output = Output::create(&out_arg, a.common.force, false)?;
+    let mut output = Output::create(&out_arg, a.common.force)?;
     let pb = progress::bar(input.len(), a.common.quiet, "decompress");
     let stats = decode_stream(reader, &mut output, |pos| pb.set_position(pos))
         .with_context(|| format!("decompressing {}", input.describe()))?;

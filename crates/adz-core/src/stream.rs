@@ -144,7 +144,7 @@ impl<W: Write> FrameWriter<W> {
         self.file_offset += self.frame.len() as u64;
         self.summary.raw_bytes += u64::from(h.raw_len);
         self.summary.frames += 1;
-        *self.summary.configs.entry(config_label(&h)).or_default() += 1;
+        *self.summary.configs.entry(h.describe()).or_default() += 1;
         if block.is_none() {
             self.pending.clear();
         }
@@ -180,11 +180,6 @@ impl<W: Write> Write for FrameWriter<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.sink.flush()
     }
-}
-
-/// The label a frame's configuration is counted under in summaries.
-pub fn config_label(h: &adz_format::FrameHeader) -> String {
-    h.describe()
 }
 
 /// Counts from decoding.
