@@ -318,6 +318,8 @@ pub struct Controller {
     threads: f64,
     fixed_link: Option<f64>,
     link: LinkEstimator,
+    /// Smoothed share of sink writes that were backlogged (None before the first).
+    sink_backlog: Option<f64>,
     model: Model,
     lanes: Vec<Lane>,
     probe: Option<ProbeState>,
@@ -353,6 +355,14 @@ const STRETCH_RATE: f64 = 0.1;
 /// A mix compressing less than this fraction of blocks sends everything raw: below it the
 /// saving is under 0.2 % and not worth a decision per block.
 const MIN_MIX_FRACTION: f64 = 1.0 / 512.0;
+
+/// Weight of one sink write in the smoothed share of backlogged writes (about 16 writes).
+const BACKLOG_WEIGHT: f64 = 1.0 / 16.0;
+/// At or below this share of backlogged writes the sink is starved: no compressed blocks in a
+/// mix of raw and compressed.
+const BACKLOG_STARVED: f64 = 0.2;
+/// At or above this share the link is the bottleneck: the mix formula applies in full.
+const BACKLOG_BUSY: f64 = 0.5;
 
 fn finite_in(x: f64, lo: f64, hi: f64, default: f64) -> f64 {
     if x.is_finite() {
@@ -398,6 +408,7 @@ impl Controller {
             threads: cfg.threads.max(1) as f64,
             fixed_link,
             link: LinkEstimator::new(cfg.link_memory_bytes as f64),
+            sink_backlog: None,
             model: Model::new(&cfg.ladder, INITIAL_LEVEL, rates),
             lanes: Vec::new(),
             probe: None,
@@ -620,6 +631,11 @@ impl Controller {
     /// What the sink measured: bytes written and time spent writing them.
     pub fn record_sink(&mut self, m: &SinkMeasurement) {
         self.link.add(m.bytes, m.busy.as_secs_f64(), m.backlogged);
+        let x = if m.backlogged { 1.0 } else { 0.0 };
+        self.sink_backlog = Some(match self.sink_backlog {
+            Some(b) => b + BACKLOG_WEIGHT * (x - b),
+            None => x,
+        });
     }
 
     /// A snapshot for tracing and progress.
@@ -832,6 +848,13 @@ impl Controller {
             }
         };
         let p = if den > 0.0 { num / den } else { 1.0 };
+        // The mix pays only while the link is the bottleneck. If frames seldom wait for the
+        // sink, the pipeline cannot even feed the link (on few cores, moving raw data costs
+        // CPU too) and every compressed block slows the write: shrink the compressed share
+        // towards zero. If raw data then backs the link up, the share returns.
+        let p = p * self.sink_backlog.map_or(1.0, |b| {
+            ((b - BACKLOG_STARVED) / (BACKLOG_BUSY - BACKLOG_STARVED)).clamp(0.0, 1.0)
+        });
         if p.is_finite() && p >= MIN_MIX_FRACTION {
             p.min(1.0)
         } else {

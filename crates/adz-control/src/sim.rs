@@ -330,6 +330,8 @@ impl SimConfig {
                 let secs = mean * noise.0;
                 let cpu = mean * noise.1;
                 let finish = start + secs;
+                // The frame was ready before the link freed: the write starts at once.
+                let backlogged = k > 0 && finish <= last_write_end;
                 let write_start = finish.max(last_write_end);
                 let busy = (stored + FRAME_HEADER) as f64 / self.link;
                 let write_end = write_start + busy;
@@ -348,8 +350,9 @@ impl SimConfig {
                 let s = SinkMeasurement {
                     bytes: stored + FRAME_HEADER,
                     busy: Duration::from_secs_f64(busy),
-                    // The simulated link has no buffer: every write is pure link time.
-                    backlogged: true,
+                    // The simulated link has no buffer, so every write is pure link time; the
+                    // flag says, as the real sequencer does, whether the frame was waiting.
+                    backlogged,
                 };
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {

@@ -207,6 +207,55 @@ fn converges_to_each_strategy_target_from_far_above_and_below() {
     }
 }
 
+/// On few cores moving raw data costs CPU outside the workers too (the application's reader,
+/// the writer's copies): then even all-raw cannot feed a 6000 MB/s link, frames seldom wait for
+/// the sink, and every compressed block only slows the write. The workers' own raw speed does
+/// not show that; the sink's backlog does. Once the sink reports it is starved, the mix must
+/// stop compressing; once raw data backs the link up again, the mix returns.
+#[test]
+fn a_starved_sink_stops_the_mix_and_a_busy_one_restarts_it() {
+    let (threads, link) = (2, FDR4);
+    let data = text();
+    let mut sim = SimConfig::new(threads, link);
+    sim.buffers = 8;
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads);
+    let (mut ctl, rep) = run(cfg, &sim, &[Segment::new(300, data.clone())]);
+    assert!(matches!(ctl.status().mode, Mode::Mix { .. }), "{:?}", ctl.status().mode);
+    let mut seq_offset = rep.blocks.len() as u64 * (1 << 20);
+    let mut phase = |ctl: &mut Controller, backlogged: bool| -> usize {
+        let mut compressed = 0;
+        for _ in 0..200 {
+            let d = ctl.next_block(&BlockContext {
+                raw_offset: seq_offset,
+                raw_len: 1 << 20,
+                hints: &[],
+            });
+            seq_offset += 1 << 20;
+            let raw = d.codec == CodecSpec::NONE;
+            compressed += usize::from(!raw);
+            let stored = if raw { 1 << 20 } else { 1 << 19 };
+            ctl.record_block(&BlockMeasurement {
+                decision: d,
+                raw_len: 1 << 20,
+                stored_len: stored,
+                stored_raw: raw,
+                wall: Duration::from_micros(if raw { 130 } else { 1500 }),
+                cpu: Duration::from_micros(if raw { 130 } else { 1500 }),
+            });
+            ctl.record_sink(&SinkMeasurement {
+                bytes: stored,
+                busy: Duration::from_secs_f64(stored as f64 / link),
+                backlogged,
+            });
+        }
+        compressed
+    };
+    let starved = phase(&mut ctl, false);
+    assert!(starved <= 10, "a starved sink: {starved} of 200 blocks still compressed");
+    let busy = phase(&mut ctl, true);
+    assert!(busy >= 20, "the link backed up again: only {busy} of 200 blocks compressed");
+}
+
 #[test]
 fn fast_link_with_two_threads_mixes_raw_and_compressed_blocks() {
     let (threads, link) = (2, FDR4);
