@@ -32,8 +32,8 @@ pub use pipeline::{
 };
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{
-    decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, Summary,
-    VerifyReport, WriterOptions, DEFAULT_BLOCK_SIZE,
+    decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, VerifyReport,
+    WriterOptions, DEFAULT_BLOCK_SIZE,
 };
 
 pub use adz_codec as codec;

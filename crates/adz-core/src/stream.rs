@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use adz_format::{CodecSpec, FileHeader, Filters, TrailerBuilder};
 use serde::Serialize;
 
+use crate::pipeline::WriteSummary;
 use crate::scan::FrameScanner;
 use crate::{Error, FrameDecoder, FrameEncoder, Result};
 
@@ -37,37 +38,6 @@ impl Default for WriterOptions {
     }
 }
 
-/// What a write did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Summary {
-    /// Raw bytes written by the application.
-    pub raw_bytes: u64,
-    /// Bytes of the adz file, headers and trailer included.
-    pub stored_bytes: u64,
-    /// Number of frames.
-    pub frames: u64,
-    /// Frames per configuration, e.g. `"zstd:3"` or `"zstd:3 (stored raw)"`.
-    pub configs: BTreeMap<String, u64>,
-    /// Wall time from creation to finish.
-    #[serde(serialize_with = "as_secs")]
-    pub duration: Duration,
-}
-
-impl Summary {
-    /// Raw bytes per stored byte (1.0 for an empty file).
-    pub fn ratio(&self) -> f64 {
-        if self.raw_bytes == 0 || self.stored_bytes == 0 {
-            1.0
-        } else {
-            self.raw_bytes as f64 / self.stored_bytes as f64
-        }
-    }
-}
-
-fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
 /// Writes an adz file to any `Write`, one block at a time on the calling thread.
 ///
 /// Nothing reaches `sink` beyond complete frames and, at [`finish`](Self::finish), the trailer:
@@ -82,7 +52,8 @@ pub struct FrameWriter<W: Write> {
     frame: Vec<u8>,
     trailer: TrailerBuilder,
     file_offset: u64,
-    summary: Summary,
+    configs: BTreeMap<String, u64>,
+    sink_busy: Duration,
     started: Instant,
 }
 
@@ -99,7 +70,8 @@ impl<W: Write> FrameWriter<W> {
             frame: Vec::new(),
             trailer: TrailerBuilder::new(),
             file_offset: adz_format::FILE_HEADER_LEN as u64,
-            summary: Summary::default(),
+            configs: BTreeMap::new(),
+            sink_busy: Duration::ZERO,
             started: Instant::now(),
         })
     }
@@ -129,22 +101,23 @@ impl<W: Write> FrameWriter<W> {
     fn emit(&mut self, block: Option<&[u8]>) -> Result<()> {
         let raw = block.unwrap_or(&self.pending);
         self.frame.clear();
+        let frame_no = self.trailer.entries().len();
         let h = self.encoder.encode(
             raw,
-            self.summary.raw_bytes,
+            self.trailer.raw_size(),
             self.opts.codec,
             self.opts.filters,
             self.opts.keep_ratio,
             &mut self.frame,
         )?;
+        let t0 = Instant::now();
         self.sink
             .write_all(&self.frame)
-            .map_err(|e| Error::io(format!("writing frame {}", self.summary.frames), e))?;
+            .map_err(|e| Error::io(format!("writing frame {frame_no}"), e))?;
+        self.sink_busy += t0.elapsed();
         self.trailer.push(&h, self.file_offset);
         self.file_offset += self.frame.len() as u64;
-        self.summary.raw_bytes += u64::from(h.raw_len);
-        self.summary.frames += 1;
-        *self.summary.configs.entry(h.describe()).or_default() += 1;
+        *self.configs.entry(h.describe()).or_default() += 1;
         if block.is_none() {
             self.pending.clear();
         }
@@ -153,20 +126,28 @@ impl<W: Write> FrameWriter<W> {
 
     /// Raw bytes accepted so far.
     pub fn raw_bytes(&self) -> u64 {
-        self.summary.raw_bytes + self.pending.len() as u64
+        self.trailer.raw_size() + self.pending.len() as u64
     }
 
     /// Write the last block and the trailer, flush, and return the sink with a summary.
-    pub fn finish(mut self) -> Result<(W, Summary)> {
+    pub fn finish(mut self) -> Result<(W, WriteSummary)> {
         if !self.pending.is_empty() {
             self.emit(None)?;
         }
         let trailer = self.trailer.encode(self.file_offset);
         self.sink.write_all(&trailer).map_err(|e| Error::io("writing the trailer", e))?;
         self.sink.flush().map_err(|e| Error::io("flushing", e))?;
-        self.summary.stored_bytes = self.file_offset + trailer.len() as u64;
-        self.summary.duration = self.started.elapsed();
-        Ok((self.sink, self.summary))
+        let summary = WriteSummary {
+            raw_bytes: self.trailer.raw_size(),
+            stored_bytes: self.file_offset + trailer.len() as u64,
+            frames: self.trailer.entries().len() as u64,
+            configs: self.configs,
+            seconds: self.started.elapsed().as_secs_f64(),
+            link: None,
+            sink_seconds: self.sink_busy.as_secs_f64(),
+            strategy: format!("static={}", self.opts.codec),
+        };
+        Ok((self.sink, summary))
     }
 }
 
