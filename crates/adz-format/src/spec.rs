@@ -8,6 +8,23 @@ use std::str::FromStr;
 use crate::ids::{CodecId, FilterId};
 use crate::{Error, Result};
 
+/// `Error::InvalidParam` naming `what` unless `param` is in `range`.
+fn check_param<T: Copy + PartialOrd + Into<i64>>(
+    what: &'static str,
+    param: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<()> {
+    if range.contains(&param) {
+        return Ok(());
+    }
+    Err(Error::InvalidParam {
+        what,
+        value: param.into(),
+        min: (*range.start()).into(),
+        max: (*range.end()).into(),
+    })
+}
+
 /// A codec and its parameter (level, acceleration or preset), validated against the codec
 /// table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,15 +39,7 @@ impl CodecSpec {
 
     /// A codec with a parameter in its valid range.
     pub fn new(id: CodecId, param: i32) -> Result<CodecSpec> {
-        let range = id.param_range();
-        if !range.contains(&param) {
-            return Err(Error::InvalidParam {
-                what: id.name(),
-                value: i64::from(param),
-                min: i64::from(*range.start()),
-                max: i64::from(*range.end()),
-            });
-        }
+        check_param(id.name(), param, id.param_range())?;
         Ok(CodecSpec { id, param })
     }
 
@@ -102,15 +111,7 @@ pub struct FilterSpec {
 impl FilterSpec {
     /// A filter with a parameter in its valid range.
     pub fn new(id: FilterId, param: u8) -> Result<FilterSpec> {
-        let range = id.param_range();
-        if !range.contains(&param) {
-            return Err(Error::InvalidParam {
-                what: id.name(),
-                value: i64::from(param),
-                min: i64::from(*range.start()),
-                max: i64::from(*range.end()),
-            });
-        }
+        check_param(id.name(), param, id.param_range())?;
         Ok(FilterSpec { id, param })
     }
 
