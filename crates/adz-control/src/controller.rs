@@ -151,6 +151,9 @@ pub enum Reason {
     Static,
     /// `archive`: the last rung.
     Archive,
+    /// S2/S3: the target lies between the current rung (faster) and the next (slower); this
+    /// block goes to the next rung so that the blend of the two takes the target's time.
+    Blend,
     /// A `no-compress` hint covers the block.
     HintNoCompress,
 }
@@ -297,6 +300,9 @@ struct Lane {
     started: bool,
     /// The rung was tried although predicted slightly too slow (never measured before).
     tentative: bool,
+    /// S2/S3: the share of blocks sent to the next rung (see [`Controller::blend_fraction`]).
+    blend: f64,
+    blend_acc: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -355,6 +361,10 @@ const STRETCH_RATE: f64 = 0.1;
 /// A mix compressing less than this fraction of blocks sends everything raw: below it the
 /// saving is under 0.2 % and not worth a decision per block.
 const MIN_MIX_FRACTION: f64 = 1.0 / 512.0;
+
+/// S2/S3 blends of two rungs aim this much faster than the target (see
+/// [`Controller::blend_fraction`]): measurement noise then rarely makes the write overrun.
+const BLEND_AIM: f64 = 1.02;
 
 /// Weight of one sink write in the smoothed share of backlogged writes (about 16 writes).
 const BACKLOG_WEIGHT: f64 = 1.0 / 16.0;
@@ -739,6 +749,8 @@ impl Controller {
             streak: 0,
             started: false,
             tentative: false,
+            blend: 0.0,
+            blend_acc: 0.0,
         };
         // A lane for a hint's strategy starts where the configured lane is: same data.
         if let Some(base) = self.lanes.first() {
@@ -855,6 +867,35 @@ impl Controller {
         let p = p * self.sink_backlog.map_or(1.0, |b| {
             ((b - BACKLOG_STARVED) / (BACKLOG_BUSY - BACKLOG_STARVED)).clamp(0.0, 1.0)
         });
+        if p.is_finite() && p >= MIN_MIX_FRACTION {
+            p.min(1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// S2/S3: the share of blocks to send to rung `cur + 1` when `cur` is faster than the
+    /// target and `cur + 1` slower, so that the blend spends the target's time. Rungs are
+    /// discrete (text at 117 MB/s: zstd:9 takes 0.8 of S2's time, zstd:10 1.1 of it), so
+    /// without a blend S2 and S3 would finish up to a rung's step early, with less ratio than
+    /// their time allows. With `S` the current rung's aggregate speed, `S'` the next one's and
+    /// `T` the target, a share `p` of blocks at the next rung takes `(1-p)/S + p/S'` per raw
+    /// byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The blend aims
+    /// [`BLEND_AIM`] above the target, so that noise does not push the write past its bound.
+    /// Zero when the current rung is already within that of the target, when the next rung is
+    /// fast enough to move to (the climb's business), or past the ladder's end.
+    fn blend_fraction(&self, strategy: Strategy, link: f64, cur: usize) -> f64 {
+        let now = self.clock;
+        if cur == 0 || cur + 1 >= self.cfg.ladder.len() {
+            return 0.0;
+        }
+        let t = target(strategy, link, self.model.ratio(cur, now)) * BLEND_AIM;
+        let s = self.threads * self.model.speed(cur, now);
+        let s_next = self.threads * self.model.speed(cur + 1, now);
+        if !(t > 0.0 && s > t && s_next < t && s_next > 0.0) {
+            return 0.0;
+        }
+        let p = (1.0 / t - 1.0 / s) / (1.0 / s_next - 1.0 / s);
         if p.is_finite() && p >= MIN_MIX_FRACTION {
             p.min(1.0)
         } else {
@@ -1042,6 +1083,11 @@ impl Controller {
                     reason = Reason::Headroom;
                 }
             }
+            lane.blend = if lane.rung == cur && !lane.tentative {
+                self.blend_fraction(strategy, link, cur)
+            } else {
+                0.0
+            };
         }
 
         let out = if lane.mixing {
@@ -1056,6 +1102,15 @@ impl Controller {
                 )
             } else {
                 (CodecSpec::NONE, Reason::MixRaw)
+            }
+        } else if lane.blend > 0.0 {
+            lane.blend_acc += lane.blend;
+            if lane.blend_acc >= 1.0 - 1e-9 {
+                lane.blend_acc -= 1.0;
+                let next = spec(self, lane.rung + 1);
+                (next, if reason == Reason::Hold { Reason::Blend } else { reason })
+            } else {
+                (spec(self, lane.rung), reason)
             }
         } else {
             (spec(self, lane.rung), reason)

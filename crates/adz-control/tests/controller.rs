@@ -112,6 +112,16 @@ fn pos(c: CodecSpec) -> usize {
     Ladder::standard().position(c).unwrap_or(0)
 }
 
+/// The rung a decision's lane is at: a blend block (S2/S3, [`Reason::Blend`]) goes to the next
+/// rung on purpose, so that two rungs together take the target's time.
+fn lane_of(d: Decision) -> CodecSpec {
+    if d.reason == Reason::Blend {
+        Ladder::standard().rungs()[pos(d.codec) - 1]
+    } else {
+        d.codec
+    }
+}
+
 /// S1's margin (`ControllerConfig::throughput_margin`): rungs that write within it of the
 /// fastest count as equally fast.
 const MARGIN: f64 = 0.05;
@@ -156,7 +166,7 @@ fn converged_at(
     (from..n.saturating_sub(window)).find(|&k| {
         rep.blocks[k..k + window]
             .iter()
-            .all(|b| settled(data, strategy, link, rep.threads, b.decision.codec))
+            .all(|b| settled(data, strategy, link, rep.threads, lane_of(b.decision)))
     })
 }
 
@@ -175,10 +185,10 @@ fn converges_to_each_strategy_target_from_far_above_and_below() {
                 let (ctl, rep) =
                     run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
                 let at = converged_at(&rep, &data, strategy, link, 0, 30);
-                let last = rep.blocks[399].decision.codec;
+                let last = lane_of(rep.blocks[399].decision);
                 let slow = rep.blocks[150..]
                     .iter()
-                    .filter(|b| !ok(&data, strategy, link, threads, b.decision.codec))
+                    .filter(|b| !ok(&data, strategy, link, threads, lane_of(b.decision)))
                     .count();
                 eprintln!(
                     "{strategy:<11} {:>5} MB/s from {start:<6}: settled at block {at:?} on {last} (best {}, headroom {:.2}); \
@@ -316,17 +326,17 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
             let segs = [Segment::new(150, easy.clone()), Segment::new(250, hard.clone())];
             let (_, rep) = run(cfg, &SimConfig::new(threads, link), &segs);
-            let before = rep.blocks[149].decision.codec;
+            let before = lane_of(rep.blocks[149].decision);
             assert!(
                 !ok(&hard, strategy, link, threads, before),
                 "the slowdown must make the old rung too slow"
             );
             let left =
-                (150..400).find(|&k| pos(rep.blocks[k].decision.codec) < pos(before)).unwrap();
+                (150..400).find(|&k| pos(lane_of(rep.blocks[k].decision)) < pos(before)).unwrap();
             let settle = converged_at(&rep, &hard, strategy, link, 150, 30);
             let slow_after = rep.blocks[left..]
                 .iter()
-                .filter(|b| !ok(&hard, strategy, link, threads, b.decision.codec))
+                .filter(|b| !ok(&hard, strategy, link, threads, lane_of(b.decision)))
                 .count();
             eprintln!(
                 "{strategy} {} MB/s, data 3.3x slower at block 150: left {before} at block {left}, settled at {settle:?}; \
@@ -335,9 +345,12 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
                 names(&rep, 140, 200)
             );
             assert!(left <= 150 + threads + 2, "left at {left}");
-            assert!(settle.is_some_and(|s| s <= 150 + 4 * threads), "settled at {settle:?}");
+            // Settling is the climb back to the slowest rung that keeps up, on the fast side
+            // of the target. S2/S3 blends send some blocks to the next rung, so confirmations
+            // at the lane's rung come a little slower than one per block.
+            assert!(settle.is_some_and(|s| s <= 150 + 5 * threads), "settled at {settle:?}");
             assert!(slow_after <= 2 * threads, "{slow_after} too-slow blocks after leaving");
-            assert!(settled(&hard, strategy, link, threads, rep.blocks[399].decision.codec));
+            assert!(settled(&hard, strategy, link, threads, lane_of(rep.blocks[399].decision)));
         }
     }
 }
@@ -397,8 +410,8 @@ fn incompressible_stretch_goes_to_probe_mode_and_back() {
             .iter()
             .position(|b| b.decision.codec != CodecSpec::NONE && !b.stored_raw)
             .unwrap();
-        let before = rep.blocks[49].decision.codec;
-        let resumed = rep2.blocks.iter().position(|b| b.decision.codec == before);
+        let before = lane_of(rep.blocks[49].decision);
+        let resumed = rep2.blocks.iter().position(|b| lane_of(b.decision) == before);
         eprintln!(
             "{strategy}: {attempts} of 100 incompressible blocks attempted ({}); compressible data compressed again \
              after {back} blocks, back on {before} after {resumed:?}",
@@ -493,10 +506,10 @@ fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
     let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads);
     let (ctl, rep) = run(cfg, &SimConfig::new(threads, GBE), &segs);
     eprintln!("keep-pace with a hot range: {}", names(&rep, 140, 360));
-    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[149].decision.codec));
-    assert!(settled(&data, Strategy::Throughput, GBE, threads, rep.blocks[299].decision.codec));
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, lane_of(rep.blocks[149].decision)));
+    assert!(settled(&data, Strategy::Throughput, GBE, threads, lane_of(rep.blocks[299].decision)));
     // The file's own lane was not dragged along: after the hot range it is where it was.
-    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[359].decision.codec));
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, lane_of(rep.blocks[359].decision)));
     assert_eq!(ctl.status().strategy, Strategy::KeepPace);
 
     // throughput file with a write-once range: that range settles where S2 would.
@@ -506,8 +519,8 @@ fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
     ];
     let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
     let (_, rep) = run(cfg, &SimConfig::new(threads, GBE), &segs);
-    assert!(settled(&data, Strategy::Throughput, GBE, threads, rep.blocks[149].decision.codec));
-    assert!(settled(&data, Strategy::KeepPace, GBE, threads, rep.blocks[299].decision.codec));
+    assert!(settled(&data, Strategy::Throughput, GBE, threads, lane_of(rep.blocks[149].decision)));
+    assert!(settled(&data, Strategy::KeepPace, GBE, threads, lane_of(rep.blocks[299].decision)));
 
     // static ignores both.
     let cfg = ControllerConfig::new(Strategy::Static(spec("zstd:3")), Link::Fixed(GBE), threads);
@@ -537,7 +550,7 @@ fn link_auto_is_measured_from_the_sink() {
             ctl.status().rung
         );
         assert!((est / link - 1.0).abs() < 0.05, "estimated {est} for {link}");
-        let last = rep.blocks[299].decision.codec;
+        let last = lane_of(rep.blocks[299].decision);
         assert!(ok(&text(), Strategy::KeepPace, link, threads, last), "{last}");
     }
 }
@@ -580,9 +593,9 @@ fn wrong_reference_shape_still_never_stays_too_slow() {
                 run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
             let slow = rep.blocks[100..]
                 .iter()
-                .filter(|b| !ok(&data, strategy, link, threads, b.decision.codec))
+                .filter(|b| !ok(&data, strategy, link, threads, lane_of(b.decision)))
                 .count();
-            let last = rep.blocks[399].decision.codec;
+            let last = lane_of(rep.blocks[399].decision);
             let best =
                 best_rung(&data, strategy, link, threads).map(|r| Ladder::standard().rungs()[r]);
             eprintln!(
@@ -670,7 +683,7 @@ fn stale_measurements_of_a_left_rung_do_not_push_it_further() {
             wall: Duration::from_secs_f64(secs),
             cpu: Duration::from_secs_f64(secs),
         });
-        seen.push(ctl.next_block(&ctx).codec);
+        seen.push(lane_of(ctl.next_block(&ctx)));
     }
     let r: Vec<_> = seen.iter().map(|&c| pos(c)).collect();
     // Every move goes faster, never back; speed ~3x means about the reference step of 3x.
@@ -997,7 +1010,7 @@ fn s2_and_s3_hold_through_wall_time_noise() {
             // few blocks (the 400 MB/s case has zstd:2 at 0.95 of it).
             let slow = tail
                 .iter()
-                .filter(|b| headroom(&data, strategy, link, threads, b.decision.codec) < 0.9)
+                .filter(|b| headroom(&data, strategy, link, threads, lane_of(b.decision)) < 0.9)
                 .count();
             let too_slow_moves =
                 tail.iter().filter(|b| b.decision.reason == Reason::TooSlow).count();
@@ -1055,7 +1068,46 @@ fn a_descheduled_block_does_not_move_the_rung() {
             if moves {
                 assert_eq!(next.reason, Reason::TooSlow, "{strategy}");
             } else {
-                assert_eq!((next.codec, next.reason), (before.codec, Reason::Hold), "{strategy}");
+                assert_eq!(lane_of(next), lane_of(before), "{strategy}");
+                assert!(matches!(next.reason, Reason::Hold | Reason::Blend), "{strategy}");
+            }
+        }
+    }
+}
+
+/// S2 and S3 take their target's time (within 5 %) even when the target falls between two
+/// rungs: the controller blends the rung just faster than the target with the next one.
+#[test]
+fn s2_and_s3_take_the_targets_time_between_rungs() {
+    let data = text();
+    for threads in [2, 8] {
+        for strategy in [Strategy::KeepPace, Strategy::Prolong(1.5)] {
+            for link in [GBE, TEN_GBE] {
+                let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+                let (ctl, rep) =
+                    run(cfg, &SimConfig::new(threads, link), &[Segment::new(600, data.clone())]);
+                // After settling: the speed from block 200 to the end (the sink's clock).
+                let (a, b) = (&rep.blocks[199], &rep.blocks[599]);
+                let raw: u64 = rep.blocks[200..].iter().map(|b| b.raw).sum();
+                let speed = raw as f64 / (b.write_end - a.write_end);
+                let want = target(strategy, link, 1.0);
+                let blends =
+                    rep.blocks[200..].iter().filter(|b| b.decision.reason == Reason::Blend).count();
+                eprintln!(
+                    "{strategy:<11} {threads} threads {:>5} MB/s: {:.1} MB/s for a target of \
+                     {:.1} ({:.3}); {blends} blend blocks; {}\n    {}",
+                    link / 1e6,
+                    speed / 1e6,
+                    want / 1e6,
+                    speed / want,
+                    ctl.status(),
+                    names(&rep, 500, 600),
+                );
+                assert!(
+                    (0.95..=1.05).contains(&(speed / want)),
+                    "{strategy} {threads} threads {link}: {:.3} of the target speed",
+                    speed / want
+                );
             }
         }
     }
