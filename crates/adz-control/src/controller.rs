@@ -124,6 +124,10 @@ pub struct BlockContext<'a> {
     pub raw_len: usize,
     /// The hints that apply to this block's range (the pipeline cuts blocks at hint borders).
     pub hints: &'a [Hint],
+    /// The kind of data the block holds, as a cheap look at its bytes classified it (0: not
+    /// classified). A [`ClassedController`](crate::ClassedController) keeps a controller per
+    /// class; a plain [`Controller`] ignores it.
+    pub class: u8,
 }
 
 /// Why the controller decided what it did (for tracing and tests).
@@ -315,6 +319,39 @@ struct ProbeState {
     entered_at: u64,
 }
 
+/// What a pipeline (or the simulator) needs of a controller: [`Controller`] and
+/// [`ClassedController`](crate::ClassedController) both are one.
+pub trait Control {
+    /// Decide the next block's codec, level and filters.
+    fn next_block(&mut self, ctx: &BlockContext) -> Decision;
+    /// What a worker measured for one block.
+    fn record_block(&mut self, m: &BlockMeasurement);
+    /// What the sink measured for one write.
+    fn record_sink(&mut self, m: &SinkMeasurement);
+    /// A compressed block is kept only if `stored <= raw * keep_threshold()`.
+    fn keep_threshold(&self) -> f64;
+    /// The current state, for progress and traces.
+    fn status(&self) -> Status;
+}
+
+impl Control for Controller {
+    fn next_block(&mut self, ctx: &BlockContext) -> Decision {
+        Controller::next_block(self, ctx)
+    }
+    fn record_block(&mut self, m: &BlockMeasurement) {
+        Controller::record_block(self, m)
+    }
+    fn record_sink(&mut self, m: &SinkMeasurement) {
+        Controller::record_sink(self, m)
+    }
+    fn keep_threshold(&self) -> f64 {
+        Controller::keep_threshold(self)
+    }
+    fn status(&self) -> Status {
+        Controller::status(self)
+    }
+}
+
 /// The controller. It owns no threads and does no I/O: the pipeline asks it for every block's
 /// decision ([`next_block`](Controller::next_block)) and tells it what happened
 /// ([`record_block`](Controller::record_block), [`record_sink`](Controller::record_sink)).
@@ -430,6 +467,17 @@ impl Controller {
             stretch: None,
             cfg,
         }
+    }
+
+    /// A controller for a different kind of data in the same write: it shares what this one
+    /// measured of the link, the sink and the workers' wall/CPU ratio, and learns the data
+    /// afresh (model, lanes, probe state).
+    pub fn fork(&self) -> Controller {
+        let mut c = Controller::new(self.cfg.clone());
+        c.link = self.link.clone();
+        c.sink_backlog = self.sink_backlog;
+        c.stretch = self.stretch;
+        c
     }
 
     /// Set the start rung (e.g. from a sampling predictor). It is held until the first
@@ -1157,7 +1205,7 @@ mod tests {
         ratio: f64,
     ) -> Controller {
         let mut ctl = Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), threads));
-        let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+        let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 };
         let d = ctl.next_block(&ctx);
         let raw = 1u64 << 20;
         let t = Duration::from_secs_f64(raw as f64 / per_thread);

@@ -16,7 +16,7 @@
 //!
 //! // Keep pace with a 117 MB/s link (1GbE) using 4 worker threads.
 //! let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(117e6), 4));
-//! let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+//! let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 };
 //! let first = ctl.next_block(&ctx);
 //! assert_eq!(first.reason, Reason::Start);
 //!
@@ -336,6 +336,8 @@
 //! | `start` | zstd:1 (auto link) / aimed (fixed link) | see above |
 //! | `block_size` | 1 MiB | the pipeline's default block; weights shorter blocks |
 
+mod classed;
+mod classify;
 mod controller;
 mod error;
 mod hint;
@@ -346,8 +348,10 @@ mod strategy;
 
 pub use adz_format::{CodecSpec, FilterSpec, Filters};
 
+pub use crate::classed::{ClassedController, MAX_CLASSES};
+pub use crate::classify::classify;
 pub use crate::controller::{
-    BlockContext, BlockMeasurement, Controller, ControllerConfig, Decision, Mode, Reason,
+    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,
     SinkMeasurement, Status,
 };
 pub use crate::error::{Error, Result};

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use adz_format::{CodecId, CodecSpec};
 
-use crate::controller::{BlockContext, BlockMeasurement, Controller, Decision, SinkMeasurement};
+use crate::controller::{BlockContext, BlockMeasurement, Control, Decision, SinkMeasurement};
 use crate::hint::Hint;
 use crate::ladder::{reference, Ladder};
 
@@ -210,12 +210,20 @@ pub struct Segment {
     pub data: DataModel,
     /// Hints covering every block of the segment.
     pub hints: Vec<Hint>,
+    /// The class a block classifier would give the segment's blocks (0: unclassified).
+    pub class: u8,
 }
 
 impl Segment {
     /// `blocks` blocks of `data` without hints.
     pub fn new(blocks: u64, data: DataModel) -> Segment {
-        Segment { blocks, data, hints: Vec::new() }
+        Segment { blocks, data, hints: Vec::new(), class: 0 }
+    }
+
+    /// The same segment with its blocks classified as `class`.
+    pub fn with_class(mut self, class: u8) -> Segment {
+        self.class = class;
+        self
     }
 
     /// The same segment with hints.
@@ -288,7 +296,7 @@ impl SimConfig {
     }
 
     /// Write `segments` through the pipeline, asking `ctl` for every block's decision.
-    pub fn run(&self, ctl: &mut Controller, segments: &[Segment]) -> SimReport {
+    pub fn run(&self, ctl: &mut impl Control, segments: &[Segment]) -> SimReport {
         let keep = ctl.keep_threshold();
         let mut workers = vec![0.0f64; self.threads.max(1)];
         let mut pending: Vec<(f64, u8, u64, Event)> = Vec::new();
@@ -310,7 +318,12 @@ impl SimConfig {
                 deliver(ctl, &mut pending, start);
 
                 let raw = self.block_size;
-                let ctx = BlockContext { raw_offset, raw_len: raw as usize, hints: &seg.hints };
+                let ctx = BlockContext {
+                    raw_offset,
+                    raw_len: raw as usize,
+                    hints: &seg.hints,
+                    class: seg.class,
+                };
                 let decision = ctl.next_block(&ctx);
                 let (jit_speed, jit_ratio) = self.jitter_for(seq);
                 let (speed, ratio) = if decision.codec == CodecSpec::NONE {
@@ -405,7 +418,7 @@ enum Event {
 }
 
 /// Give the controller every event that has happened by `now`, in time order.
-fn deliver(ctl: &mut Controller, pending: &mut Vec<(f64, u8, u64, Event)>, now: f64) {
+fn deliver(ctl: &mut impl Control, pending: &mut Vec<(f64, u8, u64, Event)>, now: f64) {
     let mut due: Vec<_> = Vec::new();
     let mut i = 0;
     while i < pending.len() {

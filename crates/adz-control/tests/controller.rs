@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use adz_control::sim::{DataModel, Perf, Segment, SimConfig, SimReport};
 use adz_control::{
-    reference, BlockContext, BlockMeasurement, CodecSpec, Controller, ControllerConfig, Decision,
-    Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason, SinkMeasurement, Status,
-    Strategy,
+    reference, BlockContext, BlockMeasurement, ClassedController, CodecSpec, Controller,
+    ControllerConfig, Decision, Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason,
+    SinkMeasurement, Status, Strategy,
 };
 use proptest::prelude::*;
 use proptest::strategy::Strategy as Strategy2;
@@ -239,6 +239,7 @@ fn a_starved_sink_stops_the_mix_and_a_busy_one_restarts_it() {
                 raw_offset: seq_offset,
                 raw_len: 1 << 20,
                 hints: &[],
+                class: 0,
             });
             seq_offset += 1 << 20;
             let raw = d.codec == CodecSpec::NONE;
@@ -439,8 +440,12 @@ fn no_compress_hint_is_raw_and_invisible_to_the_controller() {
     let before = ctl.status();
     let hints = [Hint::NoCompress, Hint::Dtype(Dtype::F64)];
     for i in 0..50u64 {
-        let d =
-            ctl.next_block(&BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &hints });
+        let d = ctl.next_block(&BlockContext {
+            raw_offset: i << 20,
+            raw_len: 1 << 20,
+            hints: &hints,
+            class: 0,
+        });
         assert_eq!(
             (d.codec, d.filters, d.reason),
             (CodecSpec::NONE, Filters::NONE, Reason::HintNoCompress)
@@ -470,7 +475,7 @@ fn no_compress_hint_is_raw_and_invisible_to_the_controller() {
 fn dtype_hint_enables_shuffle_with_the_element_size() {
     let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), 4));
     fn ctx(hints: &[Hint]) -> BlockContext<'_> {
-        BlockContext { raw_offset: 0, raw_len: 1 << 20, hints }
+        BlockContext { raw_offset: 0, raw_len: 1 << 20, hints, class: 0 }
     }
     for (d, size) in [(Dtype::F64, 8), (Dtype::F32, 4), (Dtype::I16, 2), (Dtype::U64, 8)] {
         let got = ctl.next_block(&ctx(&[Hint::Dtype(d)]));
@@ -526,7 +531,7 @@ fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
     let cfg = ControllerConfig::new(Strategy::Static(spec("zstd:3")), Link::Fixed(GBE), threads);
     let mut ctl = Controller::new(cfg);
     for hints in [&[Hint::Hot][..], &[Hint::WriteOnce], &[]] {
-        let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints });
+        let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints, class: 0 });
         assert_eq!((d.codec, d.reason), (spec("zstd:3"), Reason::Static));
     }
 }
@@ -538,7 +543,8 @@ fn link_auto_is_measured_from_the_sink() {
         let mut ctl =
             Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Auto, threads));
         assert_eq!(ctl.status().link, None);
-        let first = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] });
+        let first =
+            ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
         assert_eq!((first.codec, first.reason), (spec("zstd:1"), Reason::Start));
         let sim = SimConfig::new(threads, link).with_jitter(0.2, 7);
         let rep = sim.run(&mut ctl, &[Segment::new(300, text())]);
@@ -640,7 +646,7 @@ fn start_rung_is_held_until_measured() {
     let mut ctl =
         Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(FDR4), 8));
     ctl.set_start(z19);
-    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 };
     for _ in 0..8 {
         let d = ctl.next_block(&ctx);
         assert_eq!((d.codec, d.reason), (z19, Reason::Start));
@@ -669,7 +675,7 @@ fn stale_measurements_of_a_left_rung_do_not_push_it_further() {
         ControllerConfig::new(Strategy::KeepPace, Link::Fixed(link), threads)
             .with_start(spec("zstd:1")),
     );
-    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+    let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 };
     let first: Vec<Decision> = (0..threads).map(|_| ctl.next_block(&ctx)).collect();
     let per_thread = link / 3.0 / threads as f64;
     let secs = (1u64 << 20) as f64 / per_thread;
@@ -792,7 +798,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Next(hints, len) => {
-                    let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: len, hints: &hints });
+                    let d = ctl.next_block(&BlockContext { raw_offset: 0, raw_len: len, hints: &hints, class: 0 });
                     let on_ladder = ladder.position(d.codec).is_some();
                     let is_static = matches!(strategy, Strategy::Static(c) if c == d.codec);
                     prop_assert!(on_ladder || is_static, "{} not on the ladder", d.codec);
@@ -1045,7 +1051,7 @@ fn a_descheduled_block_does_not_move_the_rung() {
         let mut ctl = Controller::new(cfg);
         let sim = SimConfig::new(threads, GBE).with_wall_noise(1.5, 9);
         sim.run(&mut ctl, &[Segment::new(100, data.clone())]);
-        let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[] };
+        let ctx = BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 };
         let before = ctl.next_block(&ctx);
         // The mean wall time of a block at this rung; its CPU time is that / 1.25, the mean
         // of the simulated wall/CPU factor.
@@ -1110,5 +1116,55 @@ fn s2_and_s3_take_the_targets_time_between_rungs() {
                 );
             }
         }
+    }
+}
+
+/// Data that changes kind every four blocks (text, doubles, sparse, text, random: adz-datagen's
+/// `mixed`). One controller learns each kind a pipeline's depth too late and compares rungs
+/// measured on different kinds; with the blocks classified, a controller per class learns each
+/// kind alone, and S1 writes within 5 % of the best static rung.
+#[test]
+fn fast_changing_data_gets_a_controller_per_class() {
+    let l = Ladder::standard();
+    let text = DataModel::monotone("text", &l, 0.8, 1.0, 0.1);
+    let doubles = DataModel::monotone("doubles", &l, 0.5, 0.08, 0.1);
+    let sparse = DataModel::monotone("sparse", &l, 2.0, 2.0, 0.1);
+    let random = DataModel::incompressible(&l);
+    let mut segs = Vec::new();
+    for _ in 0..25 {
+        for (class, d) in [(2, &text), (3, &doubles), (1, &sparse), (2, &text), (4, &random)] {
+            segs.push(Segment::new(4, d.clone()).with_class(class));
+        }
+    }
+    let threads = 2;
+    for link in [GBE, TEN_GBE] {
+        let sim = SimConfig::new(threads, link);
+        let cfg = |s: Strategy| ControllerConfig::new(s, Link::Fixed(link), threads);
+        let best_static = ["lz4:1", "zstd:-1", "zstd:1", "zstd:3"]
+            .iter()
+            .map(|c| {
+                let s = Strategy::Static(spec(c));
+                let single = sim.run(&mut Controller::new(cfg(s)), &segs).throughput();
+                let classed = sim.run(&mut ClassedController::new(cfg(s)), &segs).throughput();
+                single.max(classed)
+            })
+            .fold(0.0, f64::max);
+        let single = sim.run(&mut Controller::new(cfg(Strategy::Throughput)), &segs);
+        let mut ctl = ClassedController::new(cfg(Strategy::Throughput));
+        let classed = sim.run(&mut ctl, &segs);
+        eprintln!(
+            "{} MB/s: best static {:.0} MB/s, S1 one controller {:.0} MB/s (ratio {:.2}), \
+             per class {:.0} MB/s (ratio {:.2}, {} classes)",
+            link / 1e6,
+            best_static / 1e6,
+            single.throughput() / 1e6,
+            single.ratio(),
+            classed.throughput() / 1e6,
+            classed.ratio(),
+            ctl.classes(),
+        );
+        assert_eq!(ctl.classes(), 5, "class 0 and the four classes seen");
+        assert!(classed.throughput() >= 0.95 * best_static, "per class: below 0.95 of static");
+        assert!(classed.throughput() > single.throughput(), "per class: no better than one");
     }
 }

@@ -24,8 +24,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use adz_control::{
-    BlockContext, BlockMeasurement, Controller, ControllerConfig, Hint, Link, SinkMeasurement,
-    Status, Strategy,
+    classify, BlockContext, BlockMeasurement, ClassedController, Control, ControllerConfig, Hint,
+    Link, SinkMeasurement, Status, Strategy,
 };
 use adz_format::{FileHeader, FrameHeader, TrailerBuilder};
 use adz_store::{Storage, Upload};
@@ -228,6 +228,16 @@ struct Job {
     raw_offset: u64,
     data: BlockData,
     hints: Vec<Hint>,
+    /// The kind of data ([`classify`]): picks the controller that decides the block.
+    class: u8,
+}
+
+impl Job {
+    /// Classified here, on the writing thread, so that the dispatch lock is not held for it.
+    fn new(raw_offset: u64, data: BlockData, hints: Vec<Hint>) -> Job {
+        let class = classify(data.bytes());
+        Job { raw_offset, data, hints, class }
+    }
 }
 
 struct Done {
@@ -243,7 +253,7 @@ struct Done {
 
 struct Dispatch {
     queue: VecDeque<Job>,
-    controller: Controller,
+    controller: ClassedController,
     closed: bool,
 }
 
@@ -365,7 +375,8 @@ impl Writer {
             opts.threads
         };
         let buffers = if opts.buffers == 0 { 2 * threads + 2 } else { opts.buffers.max(2) };
-        let controller = Controller::new(ControllerConfig::new(opts.strategy, opts.link, threads));
+        let controller =
+            ClassedController::new(ControllerConfig::new(opts.strategy, opts.link, threads));
         let keep = controller.keep_threshold();
         let (abort_tx, abort_rx) = bounded::<()>(0);
         let shared = Arc::new(Shared {
@@ -545,15 +556,15 @@ impl Writer {
             }
             *lock(&state.remaining) += 1;
             let hints = self.hints_at(offset);
-            jobs.push(Job {
-                raw_offset: offset,
-                data: BlockData::Shared(SharedSlice {
+            jobs.push(Job::new(
+                offset,
+                BlockData::Shared(SharedSlice {
                     buf: Arc::clone(&dyn_data),
                     range: pos..pos + cut,
                     _done: AsyncGuard(Arc::clone(&state)),
                 }),
                 hints,
-            });
+            ));
             pos += cut;
             offset += cut as u64;
         }
@@ -680,11 +691,7 @@ impl Writer {
 
     fn emit(&mut self, buf: Vec<u8>) {
         let len = buf.len() as u64;
-        let job = Job {
-            raw_offset: self.raw_offset,
-            hints: self.hints_at(self.raw_offset),
-            data: BlockData::Owned(buf),
-        };
+        let job = Job::new(self.raw_offset, BlockData::Owned(buf), self.hints_at(self.raw_offset));
         self.raw_offset += len;
         self.push_jobs(vec![job]);
     }
@@ -791,6 +798,7 @@ fn worker(
                         raw_offset: job.raw_offset,
                         raw_len: job.data.bytes().len(),
                         hints: &job.hints,
+                        class: job.class,
                     };
                     let decision = d.controller.next_block(&ctx);
                     break (job, decision);
