@@ -65,6 +65,12 @@ impl ClassedController {
         }
     }
 
+    /// The status of the controller of `class` (the primary one if that class has none).
+    pub fn status_of(&self, class: u8) -> Status {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        self.inner[class].as_ref().unwrap_or_else(|| self.primary()).status()
+    }
+
     /// Classes that have a controller.
     pub fn classes(&self) -> usize {
         self.inner.iter().filter(|c| c.is_some()).count()

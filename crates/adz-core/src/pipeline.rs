@@ -105,6 +105,9 @@ pub struct TraceRecord {
     pub config: String,
     /// Why the controller chose it.
     pub reason: String,
+    /// The block's data class (see `adz_control::classify`); each class has its own
+    /// controller, whose estimates the `*_mbs` fields are.
+    pub class: u8,
     /// Compression did not pay: stored raw.
     pub stored_raw: bool,
     /// Wall time the worker spent, seconds.
@@ -249,6 +252,7 @@ struct Done {
     /// copy, and given back to the raw pool once written.
     raw_payload: Option<Vec<u8>>,
     measurement: BlockMeasurement,
+    class: u8,
 }
 
 struct Dispatch {
@@ -811,6 +815,7 @@ fn worker(
             }
         };
         frame.clear();
+        let job_class = job.class;
         let raw = job.data.bytes();
         let wall0 = Instant::now();
         let cpu0 = cpu_time::ThreadTime::now();
@@ -856,7 +861,8 @@ fn worker(
             cpu,
         };
         lock(&shared.dispatch).controller.record_block(&measurement);
-        let done = Done { seq: decision.seq, header, frame, raw_payload, measurement };
+        let done =
+            Done { seq: decision.seq, header, frame, raw_payload, measurement, class: job_class };
         if done_tx.send(done).is_err() {
             return;
         }
@@ -935,7 +941,7 @@ fn sequencer(
                     busy,
                     backlogged: this_backlogged,
                 });
-                dsp.controller.status()
+                dsp.controller.status_of(d.class)
             };
             if let Some(t) = &trace {
                 let m = &d.measurement;
@@ -946,6 +952,7 @@ fn sequencer(
                     stored: m.stored_len,
                     config: d.header.describe(),
                     reason: format!("{:?}", m.decision.reason),
+                    class: d.class,
                     stored_raw: m.stored_raw,
                     wall_s: m.wall.as_secs_f64(),
                     cpu_s: m.cpu.as_secs_f64(),

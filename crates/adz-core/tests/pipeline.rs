@@ -431,6 +431,9 @@ fn trace_has_one_line_per_block() {
         assert_eq!(l["seq"], i as u64);
         assert!(l["config"].is_string() && l["raw"].as_u64().unwrap() > 0);
     }
+    // The data class of each block: text first, random in the middle third.
+    assert_eq!(lines[0]["class"], 2, "{}", lines[0]);
+    assert_eq!(lines[5]["class"], 4, "{}", lines[5]);
 }
 
 #[test]
