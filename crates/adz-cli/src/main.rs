@@ -3,6 +3,7 @@
 
 mod io;
 mod progress;
+mod sizing;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use adz_core::control::{Hint, Link, Strategy};
-use adz_core::format::{CodecId, CodecSpec, FilterSpec, MAX_FRAME_RAW_LEN};
+use adz_core::format::{CodecId, CodecSpec, FilterSpec, Filters};
 use adz_core::store::{LinkSpeed, NullStorage, Throttled};
 use adz_core::{
     decode_stream, verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer,
@@ -21,6 +22,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use crate::io::{Input, Output};
+use crate::sizing::FrameSize;
+
+/// `adz --version`: the tool's version and the format version it writes (and the newest it
+/// fully reads).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (adz format 1.1)");
 
 const ABOUT: &str = "\
 Adaptive compression on the storage I/O path.
@@ -39,6 +45,10 @@ Examples:
                                             simulate a 1GbE link and record every decision
   adz compress --codec zstd:19 --hint dtype=f64 field.f64 field.adz
                                             8-byte floats: shuffle bytes first
+  adz compress --filter xor:8,shuffle:8 field.f64 field.adz
+                                            8-byte floats: XOR neighbours, then shuffle
+  adz compress --frame-size auto --hint reads-per-write=10 data.bin
+                                            frame size for data read 10x per write (MRC)
   tar c dir | adz compress - - > dir.tar.adz read stdin, write stdout
   adz decompress data.bin.adz               writes data.bin
   adz inspect data.bin.adz --frames         what is inside, frame by frame
@@ -47,7 +57,7 @@ Examples:
 Exit status: 0 on success, 1 on any error (damaged input, I/O failure), 2 on a usage error.";
 
 #[derive(Parser)]
-#[command(name = "adz", version, about = ABOUT, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(name = "adz", version = VERSION, about = ABOUT, after_help = AFTER_HELP, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -114,20 +124,49 @@ struct CompressArgs {
     /// about 2 x buffers x block size.
     #[arg(long, default_value_t = 0, value_name = "N")]
     buffers: usize,
-    /// Raw bytes per block; each block is compressed and can be read on its own. Accepts
-    /// suffixes K, M (binary: 1K = 1024), e.g. 64K, 1M, 4MiB. At most 64 MiB.
-    #[arg(short = 'B', long, default_value = "1MiB", value_parser = parse_size, value_name = "SIZE")]
-    block_size: u32,
+    /// Raw bytes per frame (block); each frame is compressed and can be read on its own, so a
+    /// small read decodes one frame. Accepts suffixes K, M (binary: 1K = 1024), e.g. 64K, 1M,
+    /// 4MiB; at most 64 MiB. `auto` chooses by multi-reference sizing (MRC): frames =
+    /// sqrt(N x Bw/Br x reads-per-write) with N = input size / 4 KiB, so data read more often
+    /// (--hint reads-per-write=K, default 1) gets smaller frames; a power of two, 64 KiB ..=
+    /// 16 MiB. auto needs the input's size: on stdin it falls back to 1 MiB.
+    #[arg(
+        short = 'B',
+        long = "frame-size",
+        visible_alias = "block-size",
+        default_value = "1MiB",
+        value_parser = sizing::parse_frame_size,
+        value_name = "auto|SIZE"
+    )]
+    frame_size: FrameSize,
+    /// The read link, for --frame-size auto (Bw/Br): same forms as --link. Default: the write
+    /// link (--link, or --throttle).
+    #[arg(long, value_name = "RATE")]
+    read_link: Option<LinkSpeed>,
     /// A hint about the data (repeatable): no-compress=START..END (already compressed bytes:
     /// store raw, try nothing), write-once (favour ratio), hot (favour speed), dtype=f64 (and
-    /// f32, i16, u32, ...: shuffle bytes of that size first). Any hint takes @START..END to
-    /// cover only a range, e.g. dtype=f64@0..1G. Sizes take K, M, G suffixes.
+    /// f32, i16, u32, ...: shuffle bytes of that size first), filters=LIST (as --filter, e.g.
+    /// filters=xor:8,shuffle:8; filters=none turns them off), reads-per-write=K (small reads
+    /// per write, for --frame-size auto; whole file only). Any other hint takes @START..END to
+    /// cover only a range, e.g. dtype=f64@0..1G, filters=delta:4@1M..2M. Sizes take K, M, G
+    /// suffixes.
     #[arg(long = "hint", value_name = "HINT", value_parser = parse_hint)]
     hints: Vec<(Option<Range<u64>>, Hint)>,
-    /// Shuffle the bytes of N-byte elements before compressing (same as --hint dtype with an
-    /// N-byte type): shuffle:2, shuffle:4 or shuffle:8.
-    #[arg(long = "filter", value_name = "shuffle:N", value_parser = parse_filter)]
-    filters: Vec<Hint>,
+    /// Filters applied to every block before the codec, in order (comma-separated, or
+    /// repeat the flag; at most 4), recorded in each frame:
+    ///   shuffle:N  byte-transpose N-byte elements (N 1..255)
+    ///   delta:N    differences of consecutive N-byte little-endian integers (N 1, 2, 4, 8)
+    ///   xor:N      XOR of consecutive N-byte words, for floats (N 1, 2, 4, 8)
+    /// e.g. --filter xor:8,shuffle:8 for f64 fields, --filter delta:4 for u32 counters.
+    /// Files using delta or xor need adz format 1.1 to read.
+    #[arg(
+        long = "filter",
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = sizing::parse_filter,
+        verbatim_doc_comment
+    )]
+    filters: Vec<FilterSpec>,
     /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to
     /// FILE, to see how the controller adapted.
     #[arg(long, value_name = "FILE.jsonl")]
@@ -166,15 +205,6 @@ struct VerifyArgs {
     /// Print nothing on success; problems are still reported.
     #[arg(short, long)]
     quiet: bool,
-}
-
-/// A block size: a byte count (see [`parse_bytes`]) of 1 byte ..= 64 MiB.
-fn parse_size(s: &str) -> Result<u32, String> {
-    let bytes = parse_bytes(s)?;
-    if bytes == 0 || bytes > u64::from(MAX_FRAME_RAW_LEN) {
-        return Err(format!("block size must be 1 byte ..= 64 MiB, got {s}"));
-    }
-    Ok(bytes as u32)
 }
 
 /// `1234`, `64K`, `1M`, `2G` (binary units) as a byte count.
@@ -221,19 +251,10 @@ fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
         (None, None) => (s, None),
     };
     let hint: Hint = hint.parse().map_err(|e: adz_core::control::Error| e.to_string())?;
+    if r.is_some() && matches!(hint, Hint::ReadsPerWrite(_)) {
+        return Err("reads-per-write is about the whole file; it takes no @START..END".to_owned());
+    }
     Ok((r, hint))
-}
-
-/// `shuffle:N` as the dtype hint of that element size.
-fn parse_filter(s: &str) -> Result<Hint, String> {
-    let f: FilterSpec = s.parse().map_err(|e: adz_core::format::Error| e.to_string())?;
-    let dtype = match f.param() {
-        2 => "u16",
-        4 => "u32",
-        8 => "u64",
-        n => return Err(format!("shuffle:{n}: element sizes 2, 4 and 8 are supported here")),
-    };
-    format!("dtype={dtype}").parse().map_err(|e: adz_core::control::Error| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -292,7 +313,11 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         ))),
         None => None,
     };
-    let mut file_hints: Vec<Hint> = a.filters.clone();
+    let mut file_hints: Vec<Hint> = Vec::new();
+    if !a.filters.is_empty() {
+        let f = Filters::new(&a.filters).context("--filter")?;
+        file_hints.push(Hint::Filters(f));
+    }
     let mut range_hints = Vec::new();
     for (range, hint) in &a.hints {
         match range {
@@ -300,11 +325,21 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
             Some(r) => range_hints.push((r.clone(), hint.clone())),
         }
     }
+    let (block_size, auto_size) = sizing::resolve(
+        a.frame_size,
+        input.len(),
+        &file_hints,
+        link,
+        a.throttle.map(LinkSpeed::bytes_per_sec),
+        a.read_link.map(LinkSpeed::bytes_per_sec),
+    );
+    // The weight is for sizing only; blocks have nothing to do with it.
+    file_hints.retain(|h| !matches!(h, Hint::ReadsPerWrite(_)));
     let opts = WriteOptions {
         strategy,
         link,
         threads: a.threads,
-        block_size: a.block_size,
+        block_size,
         buffers: a.buffers,
         hints: file_hints,
         trace: trace.clone(),
@@ -354,6 +389,9 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     if !a.common.quiet {
         print_summary(&input.describe(), &out_name, &summary, known_link);
+        if let Some(auto) = auto_size {
+            eprintln!("  {}", auto.note);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
