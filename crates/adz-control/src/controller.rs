@@ -556,6 +556,11 @@ impl Controller {
             _ => self.decide_adaptive(strategy, seq),
         };
         if codec == CodecSpec::NONE {
+            // `static=none` with filters asks for the filtered bytes (for a compressor further
+            // down the line): the frame keeps them, as the codec table says of `none`.
+            if reason == Reason::Static && !filters.is_empty() {
+                return Decision { codec, filters, reason, seq };
+            }
             return raw(reason);
         }
         self.attempt(seq);

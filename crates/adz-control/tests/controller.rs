@@ -514,6 +514,15 @@ fn filters_hint_sets_the_chain_and_wins_over_dtype() {
     // `filters=none` for a range turns a file-wide chain off there.
     let got = ctl.next_block(&ctx(&[Hint::Filters(chain), Hint::Filters(Filters::NONE)]));
     assert_eq!(got.filters, Filters::NONE);
+    // Codec none with filters keeps the filters (the frame stores the filtered bytes).
+    let mut none = Controller::new(ControllerConfig::new(
+        Strategy::Static(CodecSpec::NONE),
+        Link::Fixed(GBE),
+        4,
+    ));
+    let got = none.next_block(&ctx(&[Hint::Filters(chain)]));
+    assert_eq!((got.codec, got.filters, got.reason), (CodecSpec::NONE, chain, Reason::Static));
+    assert_eq!(none.next_block(&ctx(&[])).filters, Filters::NONE);
     // reads-per-write says nothing about a block's filters or codec.
     let got = ctl.next_block(&ctx(&[Hint::ReadsPerWrite(10.0)]));
     assert_eq!(got.filters, Filters::NONE);
