@@ -29,8 +29,23 @@ fuzz_target!(|inp: Input| {
     // Keep levels cheap so the fuzzer explores structure, not slow compressors.
     let param = (*range.start()).max(i32::from(inp.level)).min((*range.end()).min(9));
     let codec = CodecSpec::new(id, param).unwrap_or(CodecSpec::default_for(id));
-    let filters = match inp.shuffle.and_then(|n| FilterSpec::shuffle(n.max(1) % 17 + 1).ok()) {
-        Some(f) => Filters::new(&[f]).unwrap(),
+    // One filter, or two: shuffle, delta or xor, by the byte's low bits (format 1.1 filters
+    // included), with the word size from its high bits.
+    let filters = match inp.shuffle {
+        Some(n) => {
+            let w = [1u8, 2, 4, 8][usize::from(n >> 6)];
+            let one = match n % 3 {
+                0 => FilterSpec::shuffle(n.max(1) % 17 + 1),
+                1 => FilterSpec::delta(w),
+                _ => FilterSpec::xor(w),
+            }
+            .unwrap();
+            if n & 8 != 0 {
+                Filters::new(&[one, FilterSpec::shuffle(w).unwrap()]).unwrap()
+            } else {
+                Filters::new(&[one]).unwrap()
+            }
+        }
         None => Filters::NONE,
     };
     let opts = WriterOptions {
