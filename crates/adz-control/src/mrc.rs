@@ -19,8 +19,8 @@
 //! - **N** is `S / c`, where `c` is what one reference point costs. In MRC a reference is a
 //!   stored copy of one data entry, so an entry is exactly the cost of a reference. In adz a
 //!   reference is a frame boundary, and costs the bytes the codec loses by restarting plus the
-//!   frame's header and index entry: [`REFERENCE_COST`] (4 KiB), measured on the frame-size
-//!   sweep in docs/benchmarks/2026-11-23-filters.
+//!   frame's header and index entry: [`REFERENCE_COST`] (4 KiB), from the frame-size sweeps
+//!   in docs/benchmarks/2026-11-23-filters.
 //! - **Bw / Br** is the write link over the read link (both given or measured; equal when the
 //!   read link is not known).
 //! - **Wi / Wo** is the `reads-per-write=K` hint: small random reads served per full write of
@@ -47,9 +47,11 @@ pub const MIN_FRAME: u32 = 64 << 10;
 /// every write buffers 2 x buffers x frame size.
 pub const MAX_FRAME: u32 = 16 << 20;
 
-/// What one reference point (one frame boundary) costs, in raw bytes: 4 KiB. zstd:3 stores
-/// about 2 KiB more per additional frame on text (docs/benchmarks/2026-11-23-filters), at a
-/// ratio near 2..4 on such data, plus 96 bytes of header and index entry.
+/// What one reference point (one frame boundary) costs, in raw bytes: 4 KiB. With zstd:3 one
+/// more frame stores 2 KiB (text) to 3.5 KiB (a doubles matrix through `xor:8,shuffle:8`) more,
+/// headers included, which is 4.6 to 7.5 KiB of raw data at those files' ratios
+/// (docs/benchmarks/2026-11-23-filters). 4 KiB is the low end: it leans towards more, smaller
+/// frames, i.e. cheaper reads; 8 KiB would make frames sqrt(2) larger.
 pub const REFERENCE_COST: u64 = 4 << 10;
 
 /// What `auto` knows when it chooses.
