@@ -556,9 +556,12 @@ impl Controller {
             _ => self.decide_adaptive(strategy, seq),
         };
         if codec == CodecSpec::NONE {
-            // `static=none` with filters asks for the filtered bytes (for a compressor further
-            // down the line): the frame keeps them, as the codec table says of `none`.
-            if reason == Reason::Static && !filters.is_empty() {
+            // `static=none` with an explicit `filters=` hint asks for the filtered bytes (for a
+            // compressor further down the line): the frame keeps them, as the codec table says
+            // of `none`. A `dtype` hint alone does not: it describes the data, and without a
+            // codec a shuffle would only scramble it.
+            let explicit = ctx.hints.iter().any(|h| matches!(h, Hint::Filters(_)));
+            if reason == Reason::Static && explicit && !filters.is_empty() {
                 return Decision { codec, filters, reason, seq };
             }
             return raw(reason);

@@ -523,6 +523,7 @@ fn filters_hint_sets_the_chain_and_wins_over_dtype() {
     let got = none.next_block(&ctx(&[Hint::Filters(chain)]));
     assert_eq!((got.codec, got.filters, got.reason), (CodecSpec::NONE, chain, Reason::Static));
     assert_eq!(none.next_block(&ctx(&[])).filters, Filters::NONE);
+    assert_eq!(none.next_block(&ctx(&[Hint::Dtype(Dtype::F64)])).filters, Filters::NONE);
     // reads-per-write says nothing about a block's filters or codec.
     let got = ctl.next_block(&ctx(&[Hint::ReadsPerWrite(10.0)]));
     assert_eq!(got.filters, Filters::NONE);
@@ -752,6 +753,9 @@ fn arb_hints() -> impl Strategy2<Value = Vec<Hint>> {
             Just(Hint::WriteOnce),
             Just(Hint::Hot),
             proptest::sample::select(Dtype::ALL.to_vec()).prop_map(Hint::Dtype),
+            proptest::sample::select(vec!["xor:8,shuffle:8", "delta:4", "none"])
+                .prop_map(|f| Hint::Filters(f.parse().unwrap())),
+            (0.0f64..100.0).prop_map(Hint::ReadsPerWrite),
         ],
         0..3,
     )
@@ -839,7 +843,9 @@ proptest! {
                     if hints.contains(&Hint::NoCompress) {
                         prop_assert_eq!(d.codec, CodecSpec::NONE);
                     }
-                    if d.codec == CodecSpec::NONE {
+                    // Codec none filters only when asked to explicitly (`filters=`, static none).
+                    let explicit = hints.iter().any(|h| matches!(h, Hint::Filters(_)));
+                    if d.codec == CodecSpec::NONE && !(explicit && matches!(strategy, Strategy::Static(_))) {
                         prop_assert!(d.filters.is_empty());
                     }
                     prop_assert_eq!(d.seq, decisions.len() as u64);
