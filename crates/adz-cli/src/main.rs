@@ -152,20 +152,14 @@ struct CompressArgs {
     /// suffixes.
     #[arg(long = "hint", value_name = "HINT", value_parser = parse_hint)]
     hints: Vec<(Option<Range<u64>>, Hint)>,
-    /// Filters applied to every block before the codec, in order (comma-separated, or
-    /// repeat the flag; at most 4), recorded in each frame:
-    ///   shuffle:N  byte-transpose N-byte elements (N 1..255)
-    ///   delta:N    differences of consecutive N-byte little-endian integers (N 1, 2, 4, 8)
-    ///   xor:N      XOR of consecutive N-byte words, for floats (N 1, 2, 4, 8)
-    /// e.g. --filter xor:8,shuffle:8 for f64 fields, --filter delta:4 for u32 counters.
-    /// Files using delta or xor need adz format 1.1 to read.
-    #[arg(
-        long = "filter",
-        value_name = "LIST",
-        value_delimiter = ',',
-        value_parser = sizing::parse_filter,
-        verbatim_doc_comment
-    )]
+    /// Filters applied to every block before the codec, in the order given (comma-separated
+    /// or repeated, at most 4), recorded in each frame. shuffle:N byte-transposes N-byte
+    /// elements (N 1..255); delta:N stores differences of consecutive N-byte little-endian
+    /// integers, xor:N the XOR of consecutive N-byte words (N 1, 2, 4, 8). E.g. delta:4 for u32
+    /// counters; delta:8,shuffle:8 or xor:8,shuffle:8 for f64 fields (see docs/FILTERS.md).
+    /// With --codec none the frames keep the filtered bytes. delta and xor need a reader of
+    /// adz format 1.1 or later.
+    #[arg(long = "filter", value_name = "LIST", value_delimiter = ',', value_parser = sizing::parse_filter)]
     filters: Vec<FilterSpec>,
     /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to
     /// FILE, to see how the controller adapted.
