@@ -158,3 +158,49 @@ fn not_an_adz_file_is_an_error_and_writes_nothing() {
     assert!(recover(&store, "x", &store, "out.adz").is_err());
     assert!(store.size("out.adz").is_err(), "nothing appears under the output name");
 }
+
+fn files_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_dropped_writer_leaves_its_frames_recoverable_and_abort_leaves_nothing() {
+    use adz_core::store::LocalStorage;
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path()).unwrap();
+    let data = generate(Kind::Text, 2 << 20, 23);
+    let opts = || WriteOptions {
+        strategy: "static=zstd:1".parse().unwrap(),
+        threads: 2,
+        block_size: 32 << 10,
+        ..WriteOptions::default()
+    };
+    let mut w = Writer::create(&store, "w.adz", opts()).unwrap();
+    w.write(&data).unwrap();
+    drop(w); // as in a panic or an early return: no finish
+    assert!(store.size("w.adz").is_err(), "nothing under the name");
+    let files = files_in(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with(".w.adz.adz-tmp-"), "{name}");
+
+    let out = MemoryStorage::new();
+    let report = recover_stream(
+        std::io::BufReader::new(std::fs::File::open(&files[0]).unwrap()),
+        out.create("r.adz").unwrap(),
+    )
+    .unwrap();
+    assert!(!report.complete);
+    let back = decode(&out.get("r.adz").unwrap());
+    assert!(back == data[..back.len()]);
+    assert_eq!(back.len() as u64, report.raw_bytes_kept);
+    std::fs::remove_file(&files[0]).unwrap();
+
+    // An explicit abort keeps nothing.
+    let mut w = Writer::create(&store, "a.adz", opts()).unwrap();
+    w.write(&data).unwrap();
+    w.abort().unwrap();
+    assert!(files_in(dir.path()).is_empty());
+}
