@@ -196,8 +196,22 @@ impl Reader {
                 file_len.min(TAIL_GUESS)
             )));
         }
-        let footer = Footer::parse(&tail.bytes, file_len)?;
         let tail_offset = tail.offset();
+        let footer = match Footer::parse(&tail.bytes, file_len) {
+            Ok(f) => f,
+            Err(e) => {
+                // Say "not an adz file" rather than "no trailer" when the start is not adz
+                // either (one more small request, on this error path only).
+                let head_len = (FILE_HEADER_LEN as u64).min(file_len);
+                let head = if tail_offset == 0 {
+                    tail.bytes[..head_len as usize].to_vec()
+                } else {
+                    storage.get_range(name, 0..head_len)?
+                };
+                FileHeader::parse(&head)?;
+                return Err(e.into());
+            }
+        };
         let mut header_checked = false;
         if tail_offset == 0 {
             // A small file: the header came with the tail.
