@@ -28,12 +28,30 @@ fn codecs() -> impl Strategy<Value = CodecSpec> {
 }
 
 fn filters() -> impl Strategy<Value = Filters> {
-    prop::sample::select(vec![vec![], vec![1u8], vec![2], vec![4], vec![8], vec![3], vec![8, 4]])
-        .prop_map(|sizes| {
-            let list: Vec<FilterSpec> =
-                sizes.iter().map(|&n| FilterSpec::shuffle(n).unwrap()).collect();
-            Filters::new(&list).unwrap()
-        })
+    let shuffles = prop::sample::select(vec![
+        vec![],
+        vec![1u8],
+        vec![2],
+        vec![4],
+        vec![8],
+        vec![3],
+        vec![8, 4],
+    ])
+    .prop_map(|sizes| {
+        let list: Vec<FilterSpec> =
+            sizes.iter().map(|&n| FilterSpec::shuffle(n).unwrap()).collect();
+        Filters::new(&list).unwrap()
+    });
+    // Format 1.1's reference-increment filters, alone and chained with shuffle.
+    let increments = prop::sample::select(vec![
+        "delta:8",
+        "xor:8",
+        "delta:8,shuffle:8",
+        "xor:8,shuffle:8",
+        "delta:1,xor:2,shuffle:4,delta:4",
+    ])
+    .prop_map(|s| s.parse::<Filters>().unwrap());
+    prop_oneof![shuffles, increments]
 }
 
 /// Data shapes around the block size: empty, 1 byte, block-1, block, block+1, several blocks.
