@@ -472,6 +472,14 @@ impl Reader {
             }
         }
         if !missing.is_empty() {
+            // Enough pieces for every thread: a run fetched in one request would otherwise be
+            // decoded by one thread.
+            let total: usize = missing.iter().map(|r| r.len()).sum();
+            let per = total.div_ceil(self.threads.max(1)).max(1);
+            let missing: Vec<Range<usize>> = missing
+                .into_iter()
+                .flat_map(|r| (r.start..r.end).step_by(per).map(move |s| s..(s + per).min(r.end)))
+                .collect();
             let decoded: Vec<Result<Frames>> =
                 if missing.len() == 1 && missing[0].len() == 1 || self.threads == 1 {
                     missing.iter().map(|r| self.fetch_decode(r.clone())).collect()
@@ -494,8 +502,6 @@ impl Reader {
 
     /// Fetch and decode each run on up to `threads` threads.
     fn parallel(&self, runs: &[Range<usize>]) -> Vec<Result<Frames>> {
-        // Split runs into single frames so the threads share the decoding evenly; each thread
-        // still fetches its frames of one run together where it can.
         let next = AtomicUsize::new(0);
         let results: Vec<Mutex<Option<Result<Frames>>>> =
             runs.iter().map(|_| Mutex::new(None)).collect();
