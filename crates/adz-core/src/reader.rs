@@ -190,11 +190,7 @@ impl Reader {
         counters.bytes_fetched.fetch_add(tail.bytes.len() as u64, Ordering::Relaxed);
         let file_len = tail.object_size;
         if tail.bytes.len() as u64 != file_len.min(TAIL_GUESS) {
-            return Err(Error::Config(format!(
-                "storage returned {} bytes for the last {} of {name}",
-                tail.bytes.len(),
-                file_len.min(TAIL_GUESS)
-            )));
+            return Err(short_read(name, tail.bytes.len(), file_len.min(TAIL_GUESS)));
         }
         let tail_offset = tail.offset();
         let footer = match Footer::parse(&tail.bytes, file_len) {
@@ -227,6 +223,9 @@ impl Reader {
             let head = storage.get_range(name, footer.index_offset..tail_offset)?;
             counters.fetches.fetch_add(1, Ordering::Relaxed);
             counters.bytes_fetched.fetch_add(head.len() as u64, Ordering::Relaxed);
+            if head.len() as u64 != tail_offset - footer.index_offset {
+                return Err(short_read(name, head.len(), tail_offset - footer.index_offset));
+            }
             let mut trailer = head;
             trailer.extend_from_slice(&tail.bytes);
             Index::parse(&trailer, &footer)?
@@ -538,11 +537,7 @@ impl Reader {
         self.counters.fetches.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() as u64 != span.end - span.start {
-            return Err(Error::Config(format!(
-                "storage returned {} bytes for range {span:?} of {}",
-                bytes.len(),
-                self.name
-            )));
+            return Err(short_read(&self.name, bytes.len(), span.end - span.start));
         }
         let mut dec = lock(&self.decoders).pop().unwrap_or_default();
         let mut out = Vec::with_capacity(entries.len());
@@ -567,10 +562,22 @@ impl Reader {
         let b = self.storage.get_range(&self.name, 0..len)?;
         self.counters.fetches.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
+        if b.len() as u64 != len {
+            return Err(short_read(&self.name, b.len(), len));
+        }
         FileHeader::parse(&b)?;
         self.header_checked.store(true, Ordering::Release);
         Ok(())
     }
+}
+
+/// A storage that returned another number of bytes than asked for (a misbehaving backend).
+fn short_read(name: &str, got: usize, wanted: u64) -> Error {
+    let e = io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("storage returned {got} bytes where {wanted} were asked for"),
+    );
+    Error::io(format!("reading {name}"), e)
 }
 
 /// Decode one frame (`frame` holds its header and payload) described by index entry `e`.
