@@ -29,6 +29,12 @@ pub struct ReadArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  adz cat data.adz --offset 1G --length 4K      4 KiB at 1 GiB: decodes one frame (two if the
+                                                range crosses a frame end)
+  adz cat data.adz -o 100M | head -c 1000       a closed pipe is not an error
+  adz cat --stats data.adz -o 0 -n 10 > /dev/null   what was decoded and fetched")]
 pub struct CatArgs {
     /// adz file, or - for stdin (read forward: the bytes before OFFSET are decoded and
     /// skipped).
@@ -48,6 +54,15 @@ pub struct CatArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+A file is kept up to the first frame that fails any check (a torn last frame, a damaged
+frame): every kept frame is one its writer wrote completely, and the output decompresses to
+exactly the first bytes that were written. The report says what was kept and what was lost.
+
+Examples:
+  adz recover run.adz saved.adz                      a file whose trailer is missing or damaged
+  adz recover .run.adz.adz-tmp-4242-0 run.adz        what a killed `adz compress` left behind
+  adz recover --json cut.adz saved.adz               the report as JSON")]
 pub struct RecoverArgs {
     /// The damaged or incomplete adz file (a file whose writer died, or the temporary file
     /// `.NAME.adz-tmp-PID-N` a killed `adz compress` leaves), or - for stdin.

@@ -190,11 +190,7 @@ impl Reader {
         counters.bytes_fetched.fetch_add(tail.bytes.len() as u64, Ordering::Relaxed);
         let file_len = tail.object_size;
         if tail.bytes.len() as u64 != file_len.min(TAIL_GUESS) {
-            return Err(Error::Config(format!(
-                "storage returned {} bytes for the last {} of {name}",
-                tail.bytes.len(),
-                file_len.min(TAIL_GUESS)
-            )));
+            return Err(short_read(name, tail.bytes.len(), file_len.min(TAIL_GUESS)));
         }
         let tail_offset = tail.offset();
         let footer = match Footer::parse(&tail.bytes, file_len) {
@@ -227,6 +223,9 @@ impl Reader {
             let head = storage.get_range(name, footer.index_offset..tail_offset)?;
             counters.fetches.fetch_add(1, Ordering::Relaxed);
             counters.bytes_fetched.fetch_add(head.len() as u64, Ordering::Relaxed);
+            if head.len() as u64 != tail_offset - footer.index_offset {
+                return Err(short_read(name, head.len(), tail_offset - footer.index_offset));
+            }
             let mut trailer = head;
             trailer.extend_from_slice(&tail.bytes);
             Index::parse(&trailer, &footer)?
@@ -472,6 +471,14 @@ impl Reader {
             }
         }
         if !missing.is_empty() {
+            // Enough pieces for every thread: a run fetched in one request would otherwise be
+            // decoded by one thread.
+            let total: usize = missing.iter().map(|r| r.len()).sum();
+            let per = total.div_ceil(self.threads.max(1)).max(1);
+            let missing: Vec<Range<usize>> = missing
+                .into_iter()
+                .flat_map(|r| (r.start..r.end).step_by(per).map(move |s| s..(s + per).min(r.end)))
+                .collect();
             let decoded: Vec<Result<Frames>> =
                 if missing.len() == 1 && missing[0].len() == 1 || self.threads == 1 {
                     missing.iter().map(|r| self.fetch_decode(r.clone())).collect()
@@ -494,8 +501,6 @@ impl Reader {
 
     /// Fetch and decode each run on up to `threads` threads.
     fn parallel(&self, runs: &[Range<usize>]) -> Vec<Result<Frames>> {
-        // Split runs into single frames so the threads share the decoding evenly; each thread
-        // still fetches its frames of one run together where it can.
         let next = AtomicUsize::new(0);
         let results: Vec<Mutex<Option<Result<Frames>>>> =
             runs.iter().map(|_| Mutex::new(None)).collect();
@@ -532,11 +537,7 @@ impl Reader {
         self.counters.fetches.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() as u64 != span.end - span.start {
-            return Err(Error::Config(format!(
-                "storage returned {} bytes for range {span:?} of {}",
-                bytes.len(),
-                self.name
-            )));
+            return Err(short_read(&self.name, bytes.len(), span.end - span.start));
         }
         let mut dec = lock(&self.decoders).pop().unwrap_or_default();
         let mut out = Vec::with_capacity(entries.len());
@@ -561,10 +562,22 @@ impl Reader {
         let b = self.storage.get_range(&self.name, 0..len)?;
         self.counters.fetches.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
+        if b.len() as u64 != len {
+            return Err(short_read(&self.name, b.len(), len));
+        }
         FileHeader::parse(&b)?;
         self.header_checked.store(true, Ordering::Release);
         Ok(())
     }
+}
+
+/// A storage that returned another number of bytes than asked for (a misbehaving backend).
+fn short_read(name: &str, got: usize, wanted: u64) -> Error {
+    let e = io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("storage returned {got} bytes where {wanted} were asked for"),
+    );
+    Error::io(format!("reading {name}"), e)
 }
 
 /// Decode one frame (`frame` holds its header and payload) described by index entry `e`.

@@ -432,3 +432,46 @@ proptest! {
         }
     }
 }
+
+/// A backend that returns one byte less than asked for (a broken or lying store).
+#[derive(Debug)]
+struct ShortReads(MemoryStorage, std::sync::atomic::AtomicBool);
+
+impl Storage for ShortReads {
+    fn create(&self, name: &str) -> adz_core::store::Result<Box<dyn adz_core::store::Upload>> {
+        self.0.create(name)
+    }
+    fn get_range(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+    ) -> adz_core::store::Result<Vec<u8>> {
+        let mut v = self.0.get_range(name, range)?;
+        if self.1.load(std::sync::atomic::Ordering::Relaxed) {
+            v.pop();
+        }
+        Ok(v)
+    }
+    fn size(&self, name: &str) -> adz_core::store::Result<u64> {
+        self.0.size(name)
+    }
+    fn delete(&self, name: &str) -> adz_core::store::Result<()> {
+        self.0.delete(name)
+    }
+    fn list(&self, prefix: &str) -> adz_core::store::Result<Vec<adz_core::store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+}
+
+#[test]
+fn a_store_that_returns_short_reads_gives_an_error_not_a_panic() {
+    let data = mixed(300_000, 15);
+    let mem = store_with(&file_of(&data, 4096, "zstd:3"));
+    let lying = Arc::new(ShortReads(mem.clone(), true.into()));
+    assert!(Reader::open(lying.clone(), "f.adz", ReaderOptions::default()).is_err());
+    lying.1.store(false, std::sync::atomic::Ordering::Relaxed);
+    let r = Reader::open(lying.clone(), "f.adz", ReaderOptions::default()).unwrap();
+    lying.1.store(true, std::sync::atomic::Ordering::Relaxed);
+    let err = r.read_range(10_000, 10).unwrap_err();
+    assert!(err.to_string().contains("storage returned"), "{err}");
+}

@@ -204,3 +204,30 @@ fn a_dropped_writer_leaves_its_frames_recoverable_and_abort_leaves_nothing() {
     w.abort().unwrap();
     assert!(files_in(dir.path()).is_empty());
 }
+
+#[test]
+fn a_writer_dropped_after_a_write_error_keeps_nothing() {
+    use adz_core::store::LocalStorage;
+    let dir = tempfile::tempdir().unwrap();
+    let local = LocalStorage::new(dir.path()).unwrap();
+    let store = Faulty::new(local, FaultPlan::new().fail_append_after(50_000));
+    let opts = WriteOptions {
+        strategy: "static=none".parse().unwrap(),
+        threads: 2,
+        block_size: 16 << 10,
+        ..WriteOptions::default()
+    };
+    let mut w = Writer::create(&store, "e.adz", opts).unwrap();
+    let data = generate(Kind::Random, 1 << 20, 24);
+    let mut failed = w.write(&data).is_err();
+    for _ in 0..100 {
+        if failed {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        failed = w.write(&data[..1]).is_err();
+    }
+    assert!(failed, "the injected append failure reaches the writer");
+    drop(w);
+    assert!(files_in(dir.path()).is_empty(), "{:?}", files_in(dir.path()));
+}
