@@ -1008,9 +1008,12 @@ impl Controller {
                 }
             }
         }
-        if self.cfg.start.is_some() && !self.model.has_speed() {
+        if self.cfg.start.is_some_and(|s| s != CodecSpec::NONE) && !self.model.has_speed() {
             // A start given from outside (a user, a sampling predictor) is a better guess than
-            // the reference table: hold it until something has been measured.
+            // the reference table: hold it until something has been measured. Not a raw start:
+            // raw blocks measure no compression, so held until then it would be held for good
+            // (every block raw, whatever the link). Raw is held only until the link is known;
+            // then the mix below decides, from the reference table, what share to compress.
             self.lanes[i] = lane;
             let l = &self.lanes[i];
             return if l.mixing {
