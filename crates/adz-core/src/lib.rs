@@ -21,6 +21,7 @@ mod error;
 mod frame_codec;
 pub mod info;
 pub mod pipeline;
+pub mod predict;
 pub mod scan;
 pub mod stream;
 

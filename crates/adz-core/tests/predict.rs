@@ -1,0 +1,182 @@
+//! The sampling predictor (issue 6): the heuristic, the decisions, the budget, and the
+//! accuracy of the predicted ratio against a real compression of the whole data.
+
+use adz_core::control::Strategy;
+use adz_core::format::CodecSpec;
+use adz_core::predict::{
+    Compressibility, PredictConfig, Predictor, Sample, SampleConfig, LINK_GRID,
+};
+use adz_datagen::{generate, Kind};
+
+fn spec(s: &str) -> CodecSpec {
+    s.parse().unwrap()
+}
+
+fn predictor(threads: usize, rungs: &[&str]) -> Predictor {
+    let mut cfg = PredictConfig { threads, ..PredictConfig::default() };
+    cfg.rungs = rungs.iter().map(|r| spec(r)).collect();
+    // Speeds are never asserted: a generous time budget keeps every rung measured on a
+    // loaded machine, so that what is asserted (ratios, decisions) does not depend on timing.
+    cfg.time_budget = 1e6;
+    Predictor::new(cfg)
+}
+
+#[test]
+fn random_data_is_incompressible_without_compressing() {
+    let data = generate(Kind::Random, 16 << 20, 1);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = Predictor::new(PredictConfig { threads: 2, ..PredictConfig::default() });
+    for link in [Some(25e6), Some(117e6), None] {
+        let pred = p.predict(&sample, Strategy::Throughput, link).unwrap();
+        assert_eq!(pred.heuristic.class, Compressibility::Random);
+        assert_eq!(pred.compressed_bytes, 0, "nothing compressed");
+        assert!(pred.rungs.is_empty());
+        assert!(!pred.pays);
+        assert_eq!(pred.start, CodecSpec::NONE);
+    }
+}
+
+#[test]
+fn text_is_worth_compressing_on_a_slow_link() {
+    let data = generate(Kind::Text, 16 << 20, 2);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = predictor(2, &["lz4:1", "zstd:1", "zstd:3"]);
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(2.0)] {
+        let pred = p.predict(&sample, strategy, Some(25e6)).unwrap();
+        assert_eq!(pred.heuristic.class, Compressibility::Unknown);
+        assert!(pred.pays, "{strategy}: {pred:?}");
+        assert_ne!(pred.start, CodecSpec::NONE);
+        let best = pred.estimate(pred.start).unwrap();
+        assert!(best.ratio > 2.0, "{best:?}");
+        assert!(best.speedup.unwrap() > 1.5, "{best:?}");
+        assert!(pred.time_raw.unwrap() > best.time.unwrap());
+    }
+    // Link unknown: the minimax-regret start over the grid of plausible links, raw or a
+    // measured rung, with its worst regret reported.
+    let pred = p.predict(&sample, Strategy::Throughput, None).unwrap();
+    assert!(pred.start == CodecSpec::NONE || pred.estimate(pred.start).is_some());
+    assert!(pred.regret.unwrap().is_finite() && pred.regret.unwrap() >= 0.0, "{pred:?}");
+    assert!(pred.time_raw.is_none() && pred.rungs.iter().all(|r| r.time.is_none()));
+    // Many cores make compression fast enough for the fastest links: then it compresses.
+    let mut many = predictor(4096, &["lz4:1", "zstd:1", "zstd:3"]);
+    let pred = many.predict(&sample, Strategy::Throughput, None).unwrap();
+    assert_ne!(pred.start, CodecSpec::NONE, "{pred:?}");
+}
+
+#[test]
+fn decision_flips_to_raw_as_the_link_passes_the_compression_speed() {
+    let data = generate(Kind::Text, 8 << 20, 3);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = predictor(1, &["lz4:1"]);
+    let pred = p.predict(&sample, Strategy::Throughput, None).unwrap();
+    let lz4 = pred.rungs[0].clone();
+    // With one thread at speed s and ratio f: compression pays up to a link of about s
+    // (beyond, the compressors are slower than sending raw).
+    let slow = lz4.speed / 4.0;
+    let fast = lz4.speed * 4.0;
+    let at_slow = p.predict(&sample, Strategy::Throughput, Some(slow)).unwrap();
+    let at_fast = p.predict(&sample, Strategy::Throughput, Some(fast)).unwrap();
+    assert!(at_slow.pays && at_slow.start == spec("lz4:1"), "{at_slow:?}");
+    assert!(!at_fast.pays && at_fast.start == CodecSpec::NONE, "{at_fast:?}");
+}
+
+#[test]
+fn sampling_is_reproducible_with_a_seed() {
+    let data = generate(Kind::Mixed, 24 << 20, 4);
+    let a = Sample::from_slice(&data, &SampleConfig { seed: 7, ..SampleConfig::default() });
+    let b = Sample::from_slice(&data, &SampleConfig { seed: 7, ..SampleConfig::default() });
+    let c = Sample::from_slice(&data, &SampleConfig { seed: 8, ..SampleConfig::default() });
+    assert_eq!(a, b);
+    assert_ne!(
+        a.slices.iter().map(|s| s.0).collect::<Vec<_>>(),
+        c.slices.iter().map(|s| s.0).collect::<Vec<_>>()
+    );
+    // The same sample predicts the same ratios.
+    let mut p = predictor(2, &["zstd:1"]);
+    let (pa, pb) = (
+        p.predict(&a, Strategy::Throughput, Some(117e6)).unwrap(),
+        p.predict(&b, Strategy::Throughput, Some(117e6)).unwrap(),
+    );
+    assert_eq!(pa.rungs[0].ratio, pb.rungs[0].ratio);
+}
+
+#[test]
+fn the_budget_is_respected() {
+    let one_slice = SampleConfig::default().min_slice as f64;
+    for len in [64 << 10, 1 << 20, 3 << 20, 40 << 20] {
+        let data = generate(Kind::Text, len, 5);
+        let sample = Sample::from_slice(&data, &SampleConfig::default());
+        assert!(
+            sample.bytes() as f64 <= 0.02 * len as f64 + one_slice,
+            "{len}: sampled {}",
+            sample.bytes()
+        );
+        let rungs = ["lz4:1", "zstd:1", "zstd:3"];
+        let mut p = predictor(2, &rungs);
+        let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+        // Every compressed byte is a sample byte, once per rung measured.
+        assert_eq!(pred.compressed_bytes, pred.sampled_bytes * pred.rungs.len() as u64);
+        assert!(pred.compressed_bytes as f64 <= 3.0 * (0.02 * len as f64 + one_slice));
+    }
+    // A tiny time budget: at most the cheapest rung is measured, on a cut sample.
+    let data = generate(Kind::Text, 40 << 20, 6);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut cfg = PredictConfig { threads: 2, time_budget: 1e-9, ..PredictConfig::default() };
+    cfg.rungs = vec![spec("zstd:3"), spec("lz4:1"), spec("xz:6")];
+    let pred = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+    assert_eq!(pred.rungs.len(), 1, "{pred:?}");
+    assert_eq!(pred.rungs[0].spec, spec("lz4:1"), "cheapest first");
+    assert_eq!(pred.skipped, [spec("zstd:3"), spec("xz:6")]);
+    assert!(pred.sampled_bytes < sample.bytes(), "the sample was cut: {}", pred.sampled_bytes);
+}
+
+/// The predicted ratio against the ratio of compressing the whole data block by block, on
+/// datagen's kinds, with the default sample (3 slices, 2 % budget). Tolerance: 7 % (Papio's
+/// 3-7 %). The mixed kind (4 MiB segments of five kinds in turn) needs a slice per stretch
+/// of one kind: 3 slices that miss or hit its random segments are off by -40..+360 %
+/// (printed, not asserted); 32 slices are asserted within 7 %. The table is in
+/// docs/benchmarks/2026-11-23-predict/README.md.
+#[test]
+fn predicted_ratio_is_close_to_the_real_one() {
+    let rungs = ["lz4:1", "zstd:1", "zstd:3"];
+    let mut worst = 0.0f64;
+    for kind in [Kind::Text, Kind::Doubles, Kind::Sparse, Kind::Random, Kind::Mixed] {
+        let data = generate(kind, 32 << 20, 11);
+        let mut configs = vec![("3 slices", SampleConfig::default(), true)];
+        if kind == Kind::Mixed {
+            configs[0].2 = false;
+            configs.push((
+                "32 slices",
+                SampleConfig { slices: 32, ..SampleConfig::default() },
+                true,
+            ));
+        }
+        for (name, cfg, asserted) in configs {
+            let sample = Sample::from_slice(&data, &cfg);
+            let mut p = predictor(2, &rungs);
+            let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+            if kind == Kind::Sparse {
+                // Obviously redundant: only the two fastest rungs are measured.
+                assert_eq!(pred.skipped, [spec("zstd:3")]);
+            }
+            for r in rungs.iter().filter(|r| !pred.skipped.contains(&spec(r))) {
+                let real = p.measure_stream(&mut &data[..], spec(r)).unwrap().ratio;
+                let predicted = pred.estimate(spec(r)).map_or(1.0, |e| e.ratio);
+                let err = predicted / real - 1.0;
+                eprintln!(
+                    "| {kind} | {name} | {r} | {predicted:.3} | {real:.3} | {:+.2} % |",
+                    err * 100.0
+                );
+                if asserted {
+                    assert!(
+                        err.abs() <= 0.07,
+                        "{kind} {name} {r}: predicted {predicted} real {real}"
+                    );
+                    worst = worst.max(err.abs());
+                }
+            }
+        }
+    }
+    eprintln!("worst asserted error: {:.2} %", worst * 100.0);
+    assert!(LINK_GRID.windows(2).all(|w| w[0] < w[1]));
+}
