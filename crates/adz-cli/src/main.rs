@@ -2,6 +2,7 @@
 //! messages. The work is done by the adz library crates.
 
 mod io;
+mod predict;
 mod progress;
 
 use std::io::{Read, Write};
@@ -65,6 +66,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Check every checksum of an adz file and name any damaged frame.
     Verify(VerifyArgs),
+    /// Predict from a sample whether compression pays on a link, and where to start.
+    #[command(after_help = predict::AFTER_HELP)]
+    Predict(predict::PredictArgs),
 }
 
 #[derive(Args)]
@@ -132,6 +136,10 @@ struct CompressArgs {
     /// FILE, to see how the controller adapted.
     #[arg(long, value_name = "FILE.jsonl")]
     trace: Option<PathBuf>,
+    /// Adaptive strategies: predict the start rung from a sample of the input (auto), or
+    /// start where the controller does without one (off). See `adz predict`.
+    #[arg(long, default_value = "auto", value_name = "auto|off", value_parser = predict::parse_mode)]
+    predict: adz_core::Predict,
     #[command(flatten)]
     common: CommonOut,
 }
@@ -243,6 +251,7 @@ fn main() -> ExitCode {
         Command::Decompress(a) => decompress(a),
         Command::Inspect(a) => inspect(a),
         Command::Verify(a) => verify(a),
+        Command::Predict(a) => predict::run(a),
     };
     match result {
         Ok(code) => code,
@@ -308,6 +317,9 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         buffers: a.buffers,
         hints: file_hints,
         trace: trace.clone(),
+        predict: a.predict,
+        size_hint: input.len(),
+        link_guess: None,
     };
 
     let mut reader = input.reader()?;
@@ -321,6 +333,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         upload = Throttled::new(NullStorage::new(), r).burst(burst).wrap_upload(upload);
     }
     let mut writer = Writer::with_upload(upload, opts)?;
+    predict::start_from_file(&mut writer, &input, a.block_size)?;
     for (range, hint) in range_hints {
         writer.advise(range, hint)?;
     }
@@ -354,6 +367,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     if !a.common.quiet {
         print_summary(&input.describe(), &out_name, &summary, known_link);
+        predict::summary_line(&summary);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -497,6 +497,19 @@ impl Controller {
         }
     }
 
+    /// Start in probe mode, as if the data had already proved incompressible (a sampling
+    /// predictor found it random, or no codec saving anything on a sample): blocks go raw
+    /// without an attempt, with a cheap probe every few blocks, and the first probe that
+    /// compresses resumes the start rung. Does nothing once a block has been decided, or with
+    /// probe mode disabled (`probe_after` 0).
+    pub fn start_incompressible(&mut self) {
+        if self.seq > 0 || self.cfg.probe_after == 0 {
+            return;
+        }
+        let interval = self.cfg.probe_interval_min;
+        self.probe = Some(ProbeState { interval, next_due: interval, turn: 0, entered_at: 0 });
+    }
+
     /// The configuration in use (after clamping).
     pub fn config(&self) -> &ControllerConfig {
         &self.cfg

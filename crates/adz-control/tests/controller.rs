@@ -1208,3 +1208,58 @@ fn a_raw_start_at_a_fast_auto_link_is_held_only_until_the_link_is_known() {
     // And over the whole write it is not slower than the default start.
     assert!(raw_start.throughput() >= 0.99 * default_start.throughput());
 }
+
+/// Issue 6: a sampling predictor that finds the data incompressible starts the controller in
+/// probe mode. Without it the first blocks are all attempted (a pipeline's depth of them
+/// before the first result says "incompressible"); with it only the probes are, and data that
+/// compresses after the random stretch is still picked up within the probe interval.
+#[test]
+fn a_predicted_incompressible_start_only_probes() {
+    let threads = 4;
+    let l = Ladder::standard();
+    let segs = [Segment::new(40, DataModel::incompressible(&l)), Segment::new(60, text())];
+    let sim = SimConfig::new(threads, GBE);
+    let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads);
+    let attempts = |rep: &SimReport| {
+        rep.blocks[..40].iter().filter(|b| b.decision.codec != CodecSpec::NONE).count()
+    };
+    let plain = run(cfg.clone(), &sim, &segs).1;
+    let mut ctl = Controller::new(cfg.clone());
+    ctl.start_incompressible();
+    let first =
+        ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
+    assert_eq!((first.codec, first.reason), (CodecSpec::NONE, Reason::Incompressible));
+    let mut ctl = Controller::new(cfg.clone());
+    ctl.start_incompressible();
+    let probed = sim.run(&mut ctl, &segs);
+    eprintln!(
+        "40 incompressible blocks, then text: {} attempts without a prediction ({}), {} with ({})",
+        attempts(&plain),
+        names(&plain, 0, 40),
+        attempts(&probed),
+        names(&probed, 0, 40)
+    );
+    assert!(attempts(&probed) < attempts(&plain), "{} vs {}", attempts(&probed), attempts(&plain));
+    assert!(
+        probed.blocks[..40]
+            .iter()
+            .all(|b| matches!(b.decision.reason, Reason::Incompressible | Reason::Probe)),
+        "{}",
+        names(&probed, 0, 40)
+    );
+    // The text after it is compressed within the probe interval (10) plus the lag.
+    assert!(probed.blocks[40 + 10 + threads..].iter().all(|b| b.decision.codec != CodecSpec::NONE));
+    // Once a block has been decided, it does nothing.
+    let mut late = Controller::new(cfg);
+    let d =
+        late.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
+    late.start_incompressible();
+    let d2 = late.next_block(&BlockContext {
+        raw_offset: 1 << 20,
+        raw_len: 1 << 20,
+        hints: &[],
+        class: 0,
+    });
+    assert_ne!(d.codec, CodecSpec::NONE);
+    assert!(d2.codec != CodecSpec::NONE && d2.reason != Reason::Incompressible, "{d2:?}");
+}

@@ -29,7 +29,7 @@ pub use error::{Error, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;
 pub use pipeline::{
-    Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
+    Predict, Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
 };
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{

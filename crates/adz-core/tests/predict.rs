@@ -118,16 +118,18 @@ fn the_budget_is_respected() {
         assert_eq!(pred.compressed_bytes, pred.sampled_bytes * pred.rungs.len() as u64);
         assert!(pred.compressed_bytes as f64 <= 3.0 * (0.02 * len as f64 + one_slice));
     }
-    // A tiny time budget: at most the cheapest rung is measured, on a cut sample.
+    // A tiny time budget: the three cheapest rungs are measured, cheapest first, on a sample
+    // cut to the shortest slices; the costlier ones are skipped.
     let data = generate(Kind::Text, 40 << 20, 6);
     let sample = Sample::from_slice(&data, &SampleConfig::default());
     let mut cfg = PredictConfig { threads: 2, time_budget: 1e-9, ..PredictConfig::default() };
-    cfg.rungs = vec![spec("zstd:3"), spec("lz4:1"), spec("xz:6")];
+    cfg.rungs = ["zstd:3", "lz4:1", "xz:6", "zstd:12", "zstd:1"].map(spec).to_vec();
     let pred = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
-    assert_eq!(pred.rungs.len(), 1, "{pred:?}");
-    assert_eq!(pred.rungs[0].spec, spec("lz4:1"), "cheapest first");
-    assert_eq!(pred.skipped, [spec("zstd:3"), spec("xz:6")]);
-    assert!(pred.sampled_bytes < sample.bytes(), "the sample was cut: {}", pred.sampled_bytes);
+    let measured: Vec<CodecSpec> = pred.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:1", "zstd:1", "zstd:3"].map(spec), "cheapest first");
+    assert_eq!(pred.skipped, [spec("zstd:12"), spec("xz:6")]);
+    assert_eq!(pred.sampled_bytes, 3 * 4096, "the sample was cut");
+    assert_eq!(pred.compressed_bytes, 3 * pred.sampled_bytes);
 }
 
 /// The predicted ratio against the ratio of compressing the whole data block by block, on
@@ -179,4 +181,145 @@ fn predicted_ratio_is_close_to_the_real_one() {
     }
     eprintln!("worst asserted error: {:.2} %", worst * 100.0);
     assert!(LINK_GRID.windows(2).all(|w| w[0] < w[1]));
+}
+
+// The writer's use of the predictor: it holds its first blocks, predicts, starts the
+// controller there, and loses nothing on the way.
+
+mod writer {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use adz_core::control::{Link, Strategy};
+    use adz_core::format::CodecSpec;
+    use adz_core::predict::{Sample, SampleConfig};
+    use adz_core::store::{MemoryStorage, Storage};
+    use adz_core::{decode_stream, FileInfo, Predict, WriteOptions, Writer};
+    use adz_datagen::{generate, Kind};
+
+    fn opts(strategy: Strategy, link: Link) -> WriteOptions {
+        WriteOptions { strategy, link, threads: 2, block_size: 64 << 10, ..WriteOptions::default() }
+    }
+
+    fn read_back(store: &MemoryStorage, name: &str) -> Vec<u8> {
+        let file = store.get(name).unwrap();
+        let mut out = Vec::new();
+        decode_stream(&file[..], &mut out, |_| {}).unwrap();
+        out
+    }
+
+    fn first_frame_config(store: &MemoryStorage, name: &str) -> String {
+        let file = store.get(name).unwrap();
+        let info = FileInfo::read_seekable(std::io::Cursor::new(&file[..]), true).unwrap();
+        info.frame_list.unwrap()[0].config.clone()
+    }
+
+    #[test]
+    fn the_writer_starts_where_the_prediction_says() {
+        // Random data on a slow link: the start is raw, so the first frame is not even tried.
+        let random = generate(Kind::Random, 4 << 20, 21);
+        let text = generate(Kind::Text, 4 << 20, 22);
+        for (data, want_raw) in [(&random, true), (&text, false)] {
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Throughput, Link::Fixed(25e6)))
+                    .unwrap();
+            w.write(data).unwrap();
+            let s = w.finish().unwrap();
+            assert_eq!(&read_back(&store, "f.adz"), data);
+            let start = s.predict_start.clone().expect("predicted");
+            let first = first_frame_config(&store, "f.adz");
+            if want_raw {
+                assert_eq!(start, "none");
+                assert_eq!(s.predict_bytes, 0, "random data: nothing compressed to predict");
+                assert!(first.starts_with("none"), "first frame {first}");
+            } else {
+                assert_ne!(start, "none");
+                assert!(s.predict_bytes > 0);
+                assert!(first.starts_with(&start), "first frame {first}, predicted {start}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_prediction_when_off_or_static() {
+        let data = generate(Kind::Text, 1 << 20, 23);
+        for (strategy, predict) in [
+            (Strategy::Throughput, Predict::Off),
+            (Strategy::Static("zstd:3".parse().unwrap()), Predict::Auto),
+            (Strategy::Archive, Predict::Auto),
+        ] {
+            let store = MemoryStorage::new();
+            let o = WriteOptions { predict, ..opts(strategy, Link::Fixed(117e6)) };
+            let mut w = Writer::create(&store, "f.adz", o).unwrap();
+            w.write(&data).unwrap();
+            assert!(w.prediction().is_none());
+            let s = w.finish().unwrap();
+            assert_eq!((s.predict_start, s.predict_bytes), (None, 0), "{strategy}");
+            assert_eq!(read_back(&store, "f.adz"), data);
+        }
+    }
+
+    #[test]
+    fn a_sample_of_the_whole_input_can_be_given() {
+        let data = generate(Kind::Text, 8 << 20, 24);
+        let store = MemoryStorage::new();
+        let o = WriteOptions {
+            size_hint: Some(data.len() as u64),
+            ..opts(Strategy::KeepPace, Link::Fixed(50e6))
+        };
+        let mut w = Writer::create(&store, "f.adz", o).unwrap();
+        let sample = Sample::from_slice(&data, &SampleConfig::default());
+        let p = w.predict_from(&sample).expect("predicts").clone();
+        assert_eq!(p.sampled_bytes, sample.bytes());
+        assert_eq!(p.data_bytes, data.len() as u64);
+        // Once predicted, a second sample changes nothing.
+        assert!(w.predict_from(&sample).is_some_and(|q| *q == p));
+        w.write(&data).unwrap();
+        let s = w.finish().unwrap();
+        assert_eq!(s.predict_start, Some(p.start.to_string()));
+        assert_ne!(p.start, CodecSpec::NONE);
+        assert_eq!(read_back(&store, "f.adz"), data);
+    }
+
+    /// A caller that waits for an asynchronous write before writing more must not wait for
+    /// blocks the writer holds to predict.
+    #[test]
+    fn an_async_write_is_not_held_back() {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Throughput, Link::Auto)).unwrap();
+            // Less than the blocks held before predicting, then a wait.
+            let a = generate(Kind::Text, 3 * (64 << 10) + 100, 25);
+            let back = w.write_async(a.clone()).unwrap().wait().unwrap();
+            assert_eq!(back, a);
+            w.write(b"tail").unwrap();
+            let s = w.finish().unwrap();
+            assert!(s.predict_start.is_some());
+            let mut want = a;
+            want.extend_from_slice(b"tail");
+            assert_eq!(read_back(&store, "f.adz"), want);
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(60)).expect("deadlock: an async write was held");
+    }
+
+    #[test]
+    fn short_writes_and_every_length_round_trip() {
+        for len in [0usize, 1, 1000, 64 << 10, (64 << 10) + 1, 5 * (64 << 10) - 7, 40 << 16] {
+            let data = generate(Kind::Mixed, len, 26);
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Prolong(1.5), Link::Auto)).unwrap();
+            for chunk in data.chunks(50_000) {
+                w.write(chunk).unwrap();
+            }
+            let s = w.finish().unwrap();
+            assert_eq!(s.raw_bytes, len as u64);
+            assert_eq!(read_back(&store, "f.adz"), data, "{len}");
+            assert_eq!(s.predict_start.is_some(), len > 0, "{len}");
+        }
+    }
 }

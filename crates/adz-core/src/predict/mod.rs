@@ -8,8 +8,8 @@
 //! bytes ([`heuristic`], after btrfs' `btrfs_compress_heuristic`) skips the work for data that
 //! is obviously random (nothing to measure: raw) and cuts it for data that is obviously
 //! redundant (only the fastest rungs). The whole prediction costs at most 2 % of the write's
-//! predicted time: rungs that would not fit are skipped, and a sample too large even for the
-//! cheapest rung is cut.
+//! predicted time: the sample is cut so that the [`MIN_RUNGS`] cheapest candidates fit, and
+//! costlier candidates that would not fit are skipped.
 //!
 //! ```
 //! use adz_core::predict::{PredictConfig, Predictor, Sample, SampleConfig};
@@ -49,6 +49,12 @@ pub const BUDGET_LINK: f64 = 1200e6;
 /// What the controller assumes of an unmeasured machine (its `INITIAL_LEVEL`): half the
 /// reference table's speed. Used to guess what a rung not yet measured will cost.
 const INITIAL_LEVEL: f64 = 0.5;
+
+/// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
+pub const MIN_RUNGS: usize = 3;
+
+/// The shortest a slice is cut to for the time budget.
+const MIN_SLICE: usize = 4096;
 
 /// How a [`Predictor`] works.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +158,10 @@ pub struct Prediction {
     /// True if some rung is predicted to pay (faster for S1, within the strategy's time for
     /// S2/S3, and saving at least 3 %).
     pub pays: bool,
+    /// The data looks incompressible: random to the heuristic, or no rung measured saved
+    /// 3 %. (Raw for that reason, not because compression is too slow for the link: the
+    /// controller then starts in probe mode rather than at raw.)
+    pub incompressible: bool,
     /// Where the controller should start: a rung, or `none` (raw).
     #[serde(serialize_with = "ser_spec")]
     pub start: CodecSpec,
@@ -239,16 +249,19 @@ impl Predictor {
         };
         let mut budget = budget_of(&[]);
         let mut sample_used = std::borrow::Cow::Borrowed(sample);
-        // A sample too large even for the cheapest rung is cut to fit ("sample less").
-        if let Some(&first) = candidates.first() {
-            let cost = sample.bytes() as f64 / (reference(first).speed * INITIAL_LEVEL);
-            if cost > budget && sample.bytes() > 0 {
-                let longest = sample.slices.iter().map(|s| s.1.len()).max().unwrap_or(0);
-                let keep = ((longest as f64 * budget / cost) as usize).max(4096);
-                if keep < longest {
-                    sample_used = std::borrow::Cow::Owned(sample.truncated(keep));
-                }
-            }
+        // The cheapest MIN_RUNGS candidates are always measured: a sample too large for them
+        // within the budget, at the controller's pessimistic prior speed, is cut to fit
+        // ("sample less" rather than measure less). Costlier rungs are measured only while
+        // the budget lasts.
+        let per_byte: f64 = candidates
+            .iter()
+            .take(MIN_RUNGS)
+            .map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL))
+            .sum();
+        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > budget {
+            let n = sample.slices.len().max(1) as f64;
+            let keep = ((budget / per_byte / n) as usize).max(MIN_SLICE);
+            sample_used = std::borrow::Cow::Owned(sample.truncated(keep));
         }
         let sampled = sample_used.bytes();
 
@@ -264,7 +277,7 @@ impl Predictor {
             };
             let cost = sampled as f64 / (reference(spec).speed * level);
             let spent = t0.elapsed().as_secs_f64();
-            if !perfs.is_empty() && spent + cost > budget {
+            if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
                 continue;
             }
@@ -320,6 +333,8 @@ impl Predictor {
             time_raw: link.map(|l| model.time_raw(l)),
             skipped,
             pays: choice.is_some(),
+            incompressible: heuristic.class == Compressibility::Random
+                || perfs.iter().all(|p| !estimate::saves(*p, keep)),
             start: choice.map_or(CodecSpec::NONE, |i| rungs[i].spec),
             rungs,
             regret,
