@@ -34,6 +34,8 @@ pub struct ClassedController {
     last_class: usize,
     /// Classes whose controller, once created, starts in probe mode.
     probe_start: [bool; MAX_CLASSES],
+    /// Classes whose controller, once created, starts at this rung.
+    start_of: [Option<adz_format::CodecSpec>; MAX_CLASSES],
 }
 
 impl ClassedController {
@@ -47,6 +49,7 @@ impl ClassedController {
             seq: 0,
             last_class: 0,
             probe_start: [false; MAX_CLASSES],
+            start_of: [None; MAX_CLASSES],
         }
     }
 
@@ -56,6 +59,9 @@ impl ClassedController {
         if self.inner[class].is_none() {
             let base = self.inner[self.last_class].as_ref().or(self.inner[0].as_ref());
             let mut fork = base.expect("class 0 always exists").fork();
+            if let Some(rung) = self.start_of[class] {
+                fork.set_start(rung);
+            }
             if self.probe_start[class] {
                 fork.start_incompressible();
             }
@@ -72,6 +78,16 @@ impl ClassedController {
     /// Set every class's start rung (see [`Controller::set_start`]).
     pub fn set_start(&mut self, rung: adz_format::CodecSpec) {
         for c in self.inner.iter_mut().flatten() {
+            c.set_start(rung);
+        }
+    }
+
+    /// Set the start rung of `class`'s controller, now or when the class's first block comes
+    /// (a sampling predictor's start for a new kind of data; see [`Controller::set_start`]).
+    pub fn set_start_of(&mut self, class: u8, rung: adz_format::CodecSpec) {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        self.start_of[class] = Some(rung);
+        if let Some(c) = &mut self.inner[class] {
             c.set_start(rung);
         }
     }

@@ -383,6 +383,19 @@ pub struct Writer {
     started: Instant,
     strategy: Strategy,
     predict: PredictState,
+    /// After the first prediction: a new kind of data gets its own.
+    per_class: Option<Box<PerClass>>,
+}
+
+/// What a prediction for a new data class needs.
+struct PerClass {
+    cfg: PredictConfig,
+    link: Option<f64>,
+    size_hint: Option<u64>,
+    /// Classes already predicted for (bit per class).
+    seen: u32,
+    /// Bytes compressed by these predictions.
+    bytes: u64,
 }
 
 /// The writer's prediction of its start.
@@ -536,6 +549,7 @@ impl Writer {
             started,
             strategy: opts.strategy,
             predict,
+            per_class: None,
         })
     }
 
@@ -583,27 +597,58 @@ impl Writer {
         let prediction = if sample.is_empty() {
             None
         } else {
-            Predictor::new(cfg).predict(sample, self.strategy, link).ok()
+            Predictor::new(cfg.clone()).predict(sample, self.strategy, link).ok()
         };
+        let mut classes: Vec<u8> = held.iter().map(|j| j.class).collect();
+        classes.extend(sample.slices.iter().map(|(_, s)| classify(s)));
+        classes.push(0);
+        classes.sort_unstable();
+        classes.dedup();
         if let Some(p) = &prediction {
             let mut d = lock(&self.shared.dispatch);
             if p.incompressible {
                 // Raw because nothing saves: probe mode (a cheap attempt every few blocks),
                 // for the kinds of data sampled. Raw as a *start* means "too slow for the link".
-                let mut classes: Vec<u8> = held.iter().map(|j| j.class).collect();
-                classes.extend(sample.slices.iter().map(|(_, s)| classify(s)));
-                classes.push(0);
-                classes.sort_unstable();
-                classes.dedup();
-                for c in classes {
+                for &c in &classes {
                     d.controller.start_incompressible(c);
                 }
             } else {
                 d.controller.set_start(p.start);
             }
         }
+        let seen = classes.iter().fold(0u32, |m, &c| m | 1 << (c as usize).min(31));
+        self.per_class = Some(Box::new(PerClass { cfg, link, size_hint, seen, bytes: 0 }));
         self.predict = PredictState::Done(prediction.map(Box::new));
         self.push_jobs(held);
+    }
+
+    /// A change of data class is the change detector (the block's entropy class jumps
+    /// before any ratio can be measured): the first block of a class not seen before is
+    /// predicted on its own, and that class's controller starts there.
+    fn predict_new_classes(&mut self, jobs: &[Job]) {
+        let Some(pc) = self.per_class.as_mut() else { return };
+        for job in jobs {
+            let bit = 1u32 << (job.class as usize).min(31);
+            if pc.seen & bit != 0 {
+                continue;
+            }
+            pc.seen |= bit;
+            let bytes = job.data.bytes();
+            let len = bytes.len() as u64;
+            let rest = pc.size_hint.map_or(len, |s| s.saturating_sub(job.raw_offset)).max(len);
+            let sample = Sample::from_parts(&[bytes], rest, &pc.cfg.sample);
+            let Ok(p) = Predictor::new(pc.cfg.clone()).predict(&sample, self.strategy, pc.link)
+            else {
+                continue;
+            };
+            pc.bytes += p.compressed_bytes;
+            let mut d = lock(&self.shared.dispatch);
+            if p.incompressible {
+                d.controller.start_incompressible(job.class);
+            } else {
+                d.controller.set_start_of(job.class, p.start);
+            }
+        }
     }
 
     /// Give a hint for the raw byte range `range` (`no-compress`, `dtype=f64`, ...), for data
@@ -783,7 +828,8 @@ impl Writer {
             link: status.link,
             sink_seconds: s.sink_busy.as_secs_f64(),
             strategy: self.strategy.to_string(),
-            predict_bytes: self.prediction().map_or(0, |p| p.compressed_bytes),
+            predict_bytes: self.prediction().map_or(0, |p| p.compressed_bytes)
+                + self.per_class.as_ref().map_or(0, |p| p.bytes),
             predict_start: self.prediction().map(|p| p.start.to_string()),
         })
     }
@@ -861,6 +907,7 @@ impl Writer {
             }
             return;
         }
+        self.predict_new_classes(&jobs);
         self.push_jobs(jobs);
     }
 

@@ -241,6 +241,36 @@ mod writer {
         }
     }
 
+    /// A new kind of data (a new entropy class) gets its own prediction when its first block
+    /// comes: text after a random stretch starts compressed, and the random stretch was not
+    /// even tried.
+    #[test]
+    fn a_new_kind_of_data_is_predicted_when_it_comes() {
+        let mut data = generate(Kind::Random, 2 << 20, 27);
+        let text_at = data.len();
+        data.extend(generate(Kind::Text, 2 << 20, 28));
+        let store = MemoryStorage::new();
+        let o = WriteOptions {
+            size_hint: Some(data.len() as u64),
+            ..opts(Strategy::Throughput, Link::Fixed(25e6))
+        };
+        let mut w = Writer::create(&store, "f.adz", o).unwrap();
+        w.write(&data).unwrap();
+        let s = w.finish().unwrap();
+        assert_eq!(read_back(&store, "f.adz"), data);
+        assert_eq!(s.predict_start.as_deref(), Some("none"));
+        // The random start compressed nothing; the text's own prediction did.
+        assert!(s.predict_bytes > 0, "{s:?}");
+        let file = store.get("f.adz").unwrap();
+        let frames = FileInfo::read_seekable(std::io::Cursor::new(&file[..]), true)
+            .unwrap()
+            .frame_list
+            .unwrap();
+        assert!(frames[0].config.starts_with("none"), "{}", frames[0].config);
+        let first_text = frames.iter().find(|f| f.raw_offset >= text_at as u64).unwrap();
+        assert!(!first_text.config.contains("raw"), "first text frame {}", first_text.config);
+    }
+
     #[test]
     fn no_prediction_when_off_or_static() {
         let data = generate(Kind::Text, 1 << 20, 23);
