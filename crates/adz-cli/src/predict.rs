@@ -221,7 +221,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         writeln!(out, "{text}")?;
         return Ok(ExitCode::SUCCESS);
     }
-    print_text(&mut out, &name, &pred, check.as_deref(), &cfg)?;
+    print_text(&mut out, &name, &pred, check.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -238,7 +238,6 @@ fn print_text(
     name: &str,
     p: &Prediction,
     check: Option<&[Check]>,
-    cfg: &PredictConfig,
 ) -> std::io::Result<()> {
     let h = &p.heuristic;
     writeln!(out, "input:      {name}: {} bytes", p.data_bytes)?;
@@ -247,13 +246,14 @@ fn print_text(
         "sample:     {} bytes in {} slices ({:.2} % of the data); {} bytes compressed in {:.3} s \
          (budget {:.3} s)",
         p.sampled_bytes,
-        cfg.sample.slices,
+        p.slices,
         100.0 * p.sampled_bytes as f64 / p.data_bytes.max(1) as f64,
         p.compressed_bytes,
         p.seconds,
         p.budget_seconds
     )?;
     let verdict = match h.class {
+        _ if p.sampled_bytes == 0 => "empty: nothing to look at",
         adz_core::predict::Compressibility::Random => "random-looking: nothing compressed",
         adz_core::predict::Compressibility::Redundant => {
             "redundant: only the fastest rungs measured"

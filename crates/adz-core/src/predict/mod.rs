@@ -136,6 +136,8 @@ pub struct Prediction {
     pub data_bytes: u64,
     /// Bytes in the sample.
     pub sampled_bytes: u64,
+    /// Slices in the sample.
+    pub slices: usize,
     /// Bytes compressed during the prediction (sample bytes x rungs measured).
     pub compressed_bytes: u64,
     /// Wall time the prediction took, seconds.
@@ -233,6 +235,7 @@ impl Predictor {
         candidates.dedup();
         let mut skipped = Vec::new();
         match heuristic.class {
+            _ if sample.is_empty() => skipped = std::mem::take(&mut candidates),
             Compressibility::Random => skipped = std::mem::take(&mut candidates),
             // The ratio is not in doubt, only the speed: the fastest rungs answer that.
             Compressibility::Redundant => skipped = candidates.split_off(candidates.len().min(2)),
@@ -324,6 +327,7 @@ impl Predictor {
             heuristic,
             data_bytes: model.bytes,
             sampled_bytes: sampled,
+            slices: sample_used.slices.len(),
             compressed_bytes,
             seconds: t0.elapsed().as_secs_f64(),
             budget_seconds: budget,
