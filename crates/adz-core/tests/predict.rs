@@ -50,6 +50,11 @@ fn text_is_worth_compressing_on_a_slow_link() {
         assert!(best.ratio > 2.0, "{best:?}");
         assert!(best.speedup.unwrap() > 1.5, "{best:?}");
         assert!(pred.time_raw.unwrap() > best.time.unwrap());
+        // max(compression, transfer) plus one block: at most all of the transfer (if
+        // compression-bound) or one thread's time for all of it (2 threads: 2 c).
+        let (c, t) = (best.compress_time, best.transfer_time.unwrap());
+        let time = best.time.unwrap();
+        assert!(time >= c.max(t) && time <= c.max(t) + t.max(2.0 * c), "{best:?}");
     }
     // Link unknown: the minimax-regret start over the grid of plausible links, raw or a
     // measured rung, with its worst regret reported.

@@ -119,7 +119,13 @@ pub struct RungEstimate {
     pub speed: f64,
     /// `threads x speed`: the compressors' aggregate speed.
     pub aggregate_speed: f64,
-    /// Predicted write time with this rung at the link, seconds (None: link unknown).
+    /// Predicted time to compress the whole write on every worker, seconds.
+    pub compress_time: f64,
+    /// Predicted time to send the compressed write through the link, seconds (None: link
+    /// unknown).
+    pub transfer_time: Option<f64>,
+    /// Predicted write time with this rung at the link, seconds: the slower of the two plus
+    /// the pipeline fill (None: link unknown).
     pub time: Option<f64>,
     /// Predicted speedup over writing raw (None: link unknown).
     pub speedup: Option<f64>,
@@ -293,6 +299,8 @@ impl Predictor {
                 ratio: perf.ratio,
                 speed: perf.speed,
                 aggregate_speed: perf.speed * threads as f64,
+                compress_time: model.time_compress(perf),
+                transfer_time: link.map(|l| model.time_transfer(perf, l)),
                 time: link.map(|l| model.time_compressed(perf, l)),
                 speedup: link.map(|l| model.speedup(perf, l)),
                 bytes,
