@@ -306,7 +306,7 @@ mod writer {
         let mut w = Writer::create(&store, "f.adz", o).unwrap();
         let sample = Sample::from_slice(&data, &SampleConfig::default());
         let p = w.predict_from(&sample).expect("predicts").clone();
-        assert_eq!(p.sampled_bytes, sample.bytes());
+        assert!(p.sampled_bytes > 0 && p.sampled_bytes <= sample.bytes());
         assert_eq!(p.data_bytes, data.len() as u64);
         // Once predicted, a second sample changes nothing.
         assert!(w.predict_from(&sample).is_some_and(|q| *q == p));

@@ -7,6 +7,7 @@
 //! repeated-pattern check:
 //!
 //! * **repeated pattern**: a slice that repeats itself with some period up to half its length
+//!   (and 64 KiB)
 //!   (btrfs compares the two halves of its sample, which finds fewer periods), or slices
 //!   that are all the same bytes: redundant;
 //! * **every slice sparse** (entropy class 1, under 3 bits per byte): redundant;
@@ -97,11 +98,14 @@ pub fn classify_sample(sample: &Sample) -> Heuristic {
 /// finds the period from the first recurrence of the slice's first 32 bytes.
 fn periodic(s: &[u8]) -> bool {
     const NEEDLE: usize = 32;
+    const MAX_PERIOD: usize = 64 << 10;
     if s.len() < 4 * NEEDLE {
         return false;
     }
+    // Periods up to 64 KiB: the search is a compare per byte, the check one memcmp.
     let needle = &s[..NEEDLE];
-    let Some(p) = s[1..s.len() / 2 + NEEDLE].windows(NEEDLE).position(|w| w == needle) else {
+    let end = (s.len() / 2).min(MAX_PERIOD) + NEEDLE;
+    let Some(p) = s[1..end].windows(NEEDLE).position(|w| w == needle) else {
         return false;
     };
     let p = p + 1;

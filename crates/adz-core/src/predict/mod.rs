@@ -234,19 +234,10 @@ impl Predictor {
             threads,
             block_size: self.cfg.block_size.max(1),
         };
-        let heuristic = classify_sample(sample);
         let mut candidates = self.cfg.rungs.clone();
         candidates.retain(|c| c.id() != CodecId::None);
         candidates.sort_by(|a, b| reference(*b).speed.total_cmp(&reference(*a).speed));
         candidates.dedup();
-        let mut skipped = Vec::new();
-        match heuristic.class {
-            _ if sample.is_empty() => skipped = std::mem::take(&mut candidates),
-            Compressibility::Random => skipped = std::mem::take(&mut candidates),
-            // The ratio is not in doubt, only the speed: the fastest rungs answer that.
-            Compressibility::Redundant => skipped = candidates.split_off(candidates.len().min(2)),
-            Compressibility::Unknown => {}
-        }
 
         let budget_link = link.unwrap_or(BUDGET_LINK);
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
@@ -256,7 +247,16 @@ impl Predictor {
             let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
             share * estimate::time_of(&model, perfs, choice, budget_link)
         };
-        let mut budget = budget_of(&[]);
+        // Before anything is measured, the write's predicted time is the reference table's
+        // (at the controller's pessimistic prior speed) for the candidates.
+        let prior: Vec<RungPerf> = candidates
+            .iter()
+            .map(|c| {
+                let r = reference(*c);
+                RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
+            })
+            .collect();
+        let mut budget = budget_of(&prior);
         let mut sample_used = std::borrow::Cow::Borrowed(sample);
         // The cheapest MIN_RUNGS candidates are always measured: a sample too large for them
         // within the budget, at the controller's pessimistic prior speed, is cut to fit
@@ -273,6 +273,17 @@ impl Predictor {
             sample_used = std::borrow::Cow::Owned(sample.truncated(keep));
         }
         let sampled = sample_used.bytes();
+
+        // The look at the bytes, on what will be compressed (it costs a pass over it).
+        let heuristic = classify_sample(&sample_used);
+        let mut skipped = Vec::new();
+        match heuristic.class {
+            _ if sample_used.is_empty() => skipped = std::mem::take(&mut candidates),
+            Compressibility::Random => skipped = std::mem::take(&mut candidates),
+            // The ratio is not in doubt, only the speed: the fastest rungs answer that.
+            Compressibility::Redundant => skipped = candidates.split_off(candidates.len().min(2)),
+            Compressibility::Unknown => {}
+        }
 
         let mut rungs: Vec<RungEstimate> = Vec::new();
         let mut perfs: Vec<RungPerf> = Vec::new();
