@@ -2,6 +2,7 @@
 //! messages. The work is done by the adz library crates.
 
 mod io;
+mod predict;
 mod progress;
 mod read;
 mod sizing;
@@ -78,6 +79,9 @@ enum Command {
     Cat(read::CatArgs),
     /// Salvage a file whose writer died: keep every complete, intact frame.
     Recover(read::RecoverArgs),
+    /// Predict from a sample whether compression pays on a link, and where to start.
+    #[command(after_help = predict::AFTER_HELP)]
+    Predict(predict::PredictArgs),
 }
 
 #[derive(Args)]
@@ -168,6 +172,10 @@ struct CompressArgs {
     /// FILE, to see how the controller adapted.
     #[arg(long, value_name = "FILE.jsonl")]
     trace: Option<PathBuf>,
+    /// Adaptive strategies: predict the start rung from a sample of the input (auto), or
+    /// start where the controller does without one (off). See `adz predict`.
+    #[arg(long, default_value = "auto", value_name = "auto|off", value_parser = predict::parse_mode)]
+    predict: adz_core::Predict,
     #[command(flatten)]
     common: CommonOut,
 }
@@ -265,6 +273,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify(a),
         Command::Cat(a) => read::cat(a),
         Command::Recover(a) => read::recover(a),
+        Command::Predict(a) => predict::run(a),
     };
     match result {
         Ok(code) => code,
@@ -344,6 +353,9 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         buffers: a.buffers,
         hints: file_hints,
         trace: trace.clone(),
+        predict: a.predict,
+        size_hint: input.len(),
+        link_guess: None,
     };
 
     let mut reader = input.reader()?;
@@ -357,6 +369,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         upload = Throttled::new(NullStorage::new(), r).burst(burst).wrap_upload(upload);
     }
     let mut writer = Writer::with_upload(upload, opts)?;
+    predict::start_from_file(&mut writer, &input, a.block_size)?;
     for (range, hint) in range_hints {
         writer.advise(range, hint)?;
     }
@@ -393,6 +406,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         if let Some(auto) = auto_size {
             eprintln!("  {}", auto.note);
         }
+        predict::summary_line(&summary);
     }
     Ok(ExitCode::SUCCESS)
 }

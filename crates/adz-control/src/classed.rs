@@ -32,6 +32,10 @@ pub struct ClassedController {
     in_flight: HashMap<u64, (usize, Decision)>,
     seq: u64,
     last_class: usize,
+    /// Classes whose controller, once created, starts in probe mode.
+    probe_start: [bool; MAX_CLASSES],
+    /// Classes whose controller, once created, starts at this rung.
+    start_of: [Option<adz_format::CodecSpec>; MAX_CLASSES],
 }
 
 impl ClassedController {
@@ -39,7 +43,14 @@ impl ClassedController {
     pub fn new(cfg: ControllerConfig) -> ClassedController {
         let mut inner = vec![None; MAX_CLASSES];
         inner[0] = Some(Controller::new(cfg));
-        ClassedController { inner, in_flight: HashMap::new(), seq: 0, last_class: 0 }
+        ClassedController {
+            inner,
+            in_flight: HashMap::new(),
+            seq: 0,
+            last_class: 0,
+            probe_start: [false; MAX_CLASSES],
+            start_of: [None; MAX_CLASSES],
+        }
     }
 
     /// The controller of `class` (created if need be).
@@ -47,7 +58,13 @@ impl ClassedController {
         let class = class.min(MAX_CLASSES - 1);
         if self.inner[class].is_none() {
             let base = self.inner[self.last_class].as_ref().or(self.inner[0].as_ref());
-            let fork = base.expect("class 0 always exists").fork();
+            let mut fork = base.expect("class 0 always exists").fork();
+            if let Some(rung) = self.start_of[class] {
+                fork.set_start(rung);
+            }
+            if self.probe_start[class] {
+                fork.start_incompressible();
+            }
             self.inner[class] = Some(fork);
         }
         self.inner[class].as_mut().expect("just created")
@@ -62,6 +79,28 @@ impl ClassedController {
     pub fn set_start(&mut self, rung: adz_format::CodecSpec) {
         for c in self.inner.iter_mut().flatten() {
             c.set_start(rung);
+        }
+    }
+
+    /// Set the start rung of `class`'s controller, now or when the class's first block comes
+    /// (a sampling predictor's start for a new kind of data; see [`Controller::set_start`]).
+    pub fn set_start_of(&mut self, class: u8, rung: adz_format::CodecSpec) {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        self.start_of[class] = Some(rung);
+        if let Some(c) = &mut self.inner[class] {
+            c.set_start(rung);
+        }
+    }
+
+    /// Start the controller of `class` in probe mode (see
+    /// [`Controller::start_incompressible`]), now or when the class's first block comes:
+    /// a sampling predictor found that kind of data incompressible. Other classes start
+    /// afresh.
+    pub fn start_incompressible(&mut self, class: u8) {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        self.probe_start[class] = true;
+        if let Some(c) = &mut self.inner[class] {
+            c.start_incompressible();
         }
     }
 

@@ -497,6 +497,19 @@ impl Controller {
         }
     }
 
+    /// Start in probe mode, as if the data had already proved incompressible (a sampling
+    /// predictor found it random, or no codec saving anything on a sample): blocks go raw
+    /// without an attempt, with a cheap probe every few blocks, and the first probe that
+    /// compresses resumes the start rung. Does nothing once a block has been decided, or with
+    /// probe mode disabled (`probe_after` 0).
+    pub fn start_incompressible(&mut self) {
+        if self.seq > 0 || self.cfg.probe_after == 0 {
+            return;
+        }
+        let interval = self.cfg.probe_interval_min;
+        self.probe = Some(ProbeState { interval, next_due: interval, turn: 0, entered_at: 0 });
+    }
+
     /// The configuration in use (after clamping).
     pub fn config(&self) -> &ControllerConfig {
         &self.cfg
@@ -1016,9 +1029,12 @@ impl Controller {
                 }
             }
         }
-        if self.cfg.start.is_some() && !self.model.has_speed() {
+        if self.cfg.start.is_some_and(|s| s != CodecSpec::NONE) && !self.model.has_speed() {
             // A start given from outside (a user, a sampling predictor) is a better guess than
-            // the reference table: hold it until something has been measured.
+            // the reference table: hold it until something has been measured. Not a raw start:
+            // raw blocks measure no compression, so held until then it would be held for good
+            // (every block raw, whatever the link). Raw is held only until the link is known;
+            // then the mix below decides, from the reference table, what share to compress.
             self.lanes[i] = lane;
             let l = &self.lanes[i];
             return if l.mixing {

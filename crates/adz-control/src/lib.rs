@@ -242,7 +242,8 @@
 //! written, so that a large write weighs more than a small one and the estimate follows a link
 //! that changes speed within a few tens of MiB. Until the first sink measurement the lanes hold
 //! the start rung (zstd:1 unless [`ControllerConfig::start`] says otherwise, e.g. from a
-//! sampling predictor via [`Controller::set_start`]). zstd:1 because the thesis started there
+//! sampling predictor via [`Controller::set_start`]; a raw start is held only until the link
+//! is known, since raw blocks measure no compression). zstd:1 because the thesis started there
 //! on Ethernet links and because on two or more cores it outruns most single-stream sinks
 //! while saving far more than LZ4. With a fixed link and no start given, the first rung is
 //! aimed from the reference table assuming the machine is half as fast as the reference

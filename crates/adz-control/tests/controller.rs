@@ -1208,3 +1208,98 @@ fn fast_changing_data_gets_a_controller_per_class() {
         assert!(classed.throughput() > single.throughput(), "per class: no better than one");
     }
 }
+
+/// Issue 6 (and issue 3's leftover): at a link faster than any codec on few cores, with the
+/// link measured (`auto`), the default start compresses at zstd:1 until the first sink
+/// measurement arrives, a pipeline's depth of slow blocks (19 in a real run). A sampling
+/// predictor that sees this coming starts raw. A raw start used to be held until something
+/// had been *compressed* and measured, which raw blocks never are: every block stayed raw for
+/// good. It is now held only until the link is known; then the raw/compressed mix takes over.
+#[test]
+fn a_raw_start_at_a_fast_auto_link_is_held_only_until_the_link_is_known() {
+    let (threads, link) = (2, FDR4);
+    let mut sim = SimConfig::new(threads, link);
+    sim.buffers = 2 * threads + 2;
+    let segs = [Segment::new(200, text())];
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Auto, threads);
+    let (_, default_start) = run(cfg.clone(), &sim, &segs);
+    let (ctl, raw_start) = run(cfg.with_start(CodecSpec::NONE), &sim, &segs);
+    eprintln!(
+        "auto link at 6000 MB/s, 2 threads: default start {:.0} MB/s over 40 blocks ({}), \
+         raw start {:.0} MB/s ({}); ratio {:.3}; {}",
+        default_start.throughput_of(0, 40) / 1e6,
+        names(&default_start, 0, 8),
+        raw_start.throughput_of(0, 40) / 1e6,
+        names(&raw_start, 0, 8),
+        raw_start.ratio(),
+        ctl.status()
+    );
+    // The raw start is left: the mix compresses some blocks (all raw: ratio 1.000).
+    assert!(raw_start.ratio() > 1.05, "ratio {}", raw_start.ratio());
+    assert!(matches!(ctl.status().mode, Mode::Mix { .. }), "{:?}", ctl.status().mode);
+    // No slow zstd:1 blocks at the start, and the first 40 blocks go clearly faster.
+    assert!(raw_start.blocks[..20].iter().all(|b| b.decision.codec != spec("zstd:1")));
+    assert!(
+        raw_start.throughput_of(0, 40) > 1.3 * default_start.throughput_of(0, 40),
+        "raw start {} vs default {}",
+        raw_start.throughput_of(0, 40),
+        default_start.throughput_of(0, 40)
+    );
+    // And over the whole write it is not slower than the default start.
+    assert!(raw_start.throughput() >= 0.99 * default_start.throughput());
+}
+
+/// Issue 6: a sampling predictor that finds the data incompressible starts the controller in
+/// probe mode. Without it the first blocks are all attempted (a pipeline's depth of them
+/// before the first result says "incompressible"); with it only the probes are, and data that
+/// compresses after the random stretch is still picked up within the probe interval.
+#[test]
+fn a_predicted_incompressible_start_only_probes() {
+    let threads = 4;
+    let l = Ladder::standard();
+    let segs = [Segment::new(40, DataModel::incompressible(&l)), Segment::new(60, text())];
+    let sim = SimConfig::new(threads, GBE);
+    let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads);
+    let attempts = |rep: &SimReport| {
+        rep.blocks[..40].iter().filter(|b| b.decision.codec != CodecSpec::NONE).count()
+    };
+    let plain = run(cfg.clone(), &sim, &segs).1;
+    let mut ctl = Controller::new(cfg.clone());
+    ctl.start_incompressible();
+    let first =
+        ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
+    assert_eq!((first.codec, first.reason), (CodecSpec::NONE, Reason::Incompressible));
+    let mut ctl = Controller::new(cfg.clone());
+    ctl.start_incompressible();
+    let probed = sim.run(&mut ctl, &segs);
+    eprintln!(
+        "40 incompressible blocks, then text: {} attempts without a prediction ({}), {} with ({})",
+        attempts(&plain),
+        names(&plain, 0, 40),
+        attempts(&probed),
+        names(&probed, 0, 40)
+    );
+    assert!(attempts(&probed) < attempts(&plain), "{} vs {}", attempts(&probed), attempts(&plain));
+    assert!(
+        probed.blocks[..40]
+            .iter()
+            .all(|b| matches!(b.decision.reason, Reason::Incompressible | Reason::Probe)),
+        "{}",
+        names(&probed, 0, 40)
+    );
+    // The text after it is compressed within the probe interval (10) plus the lag.
+    assert!(probed.blocks[40 + 10 + threads..].iter().all(|b| b.decision.codec != CodecSpec::NONE));
+    // Once a block has been decided, it does nothing.
+    let mut late = Controller::new(cfg);
+    let d =
+        late.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
+    late.start_incompressible();
+    let d2 = late.next_block(&BlockContext {
+        raw_offset: 1 << 20,
+        raw_len: 1 << 20,
+        hints: &[],
+        class: 0,
+    });
+    assert_ne!(d.codec, CodecSpec::NONE);
+    assert!(d2.codec != CodecSpec::NONE && d2.reason != Reason::Incompressible, "{d2:?}");
+}

@@ -36,6 +36,9 @@ pub enum Error {
     /// message says which; nothing was committed.
     #[error("write failed: {0}")]
     Pipeline(String),
+    /// A codec failed while the predictor compressed a sample.
+    #[error("predicting: {0}")]
+    Predict(#[source] adz_codec::Error),
     /// An option has a value that cannot work.
     #[error("invalid option: {0}")]
     Config(String),

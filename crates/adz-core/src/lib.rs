@@ -23,6 +23,7 @@ pub mod info;
 pub mod pipeline;
 pub mod reader;
 pub mod recover;
+pub mod predict;
 pub mod scan;
 pub mod stream;
 
@@ -30,7 +31,7 @@ pub use error::{Error, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;
 pub use pipeline::{
-    Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
+    Predict, Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
 };
 pub use reader::{ReadStats, Reader, ReaderCursor, ReaderOptions};
 pub use recover::{recover, recover_stream, RecoverReport};

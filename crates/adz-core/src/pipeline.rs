@@ -32,6 +32,7 @@ use adz_store::{Storage, Upload};
 use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
 use serde::Serialize;
 
+use crate::predict::{PredictConfig, Prediction, Predictor, Sample};
 use crate::{Error, FrameEncoder, Result, DEFAULT_BLOCK_SIZE};
 
 /// How a [`Writer`] works.
@@ -52,6 +53,27 @@ pub struct WriteOptions {
     pub hints: Vec<Hint>,
     /// Where to write one JSON line per block (see [`TraceRecord`]).
     pub trace: Option<TraceSink>,
+    /// Predict the controller's start rung from a sample before the first block is
+    /// compressed (adaptive strategies only; see [`crate::predict`]). Default `Auto`.
+    pub predict: Predict,
+    /// The write's size, if known (a file's length): the sample's budget is 2 % of it.
+    /// Without it, the budget is 2 % of the blocks held for the prediction.
+    pub size_hint: Option<u64>,
+    /// With `link: Auto`, a guess of the link (bytes/s) for the prediction; the controller
+    /// still measures the link. None: the prediction picks the start with the least regret
+    /// over links from 25 MB/s to 12 GB/s.
+    pub link_guess: Option<f64>,
+}
+
+/// Whether a [`Writer`] predicts its start ([`WriteOptions::predict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Predict {
+    /// Hold the first blocks (up to `buffers - 1`, at most 8) until a sample of them, or one
+    /// given with [`Writer::predict_from`], has been predicted; start the controller there.
+    #[default]
+    Auto,
+    /// No prediction: the controller's own start.
+    Off,
 }
 
 /// Where trace lines go: any writer, shared with the sequencer thread.
@@ -86,6 +108,9 @@ impl Default for WriteOptions {
             buffers: 0,
             hints: Vec::new(),
             trace: None,
+            predict: Predict::Auto,
+            size_hint: None,
+            link_guess: None,
         }
     }
 }
@@ -149,6 +174,10 @@ pub struct WriteSummary {
     pub sink_seconds: f64,
     /// The strategy.
     pub strategy: String,
+    /// Bytes the predictor compressed to choose the start (0: no prediction).
+    pub predict_bytes: u64,
+    /// The start the predictor chose (`none`: raw), if it ran.
+    pub predict_start: Option<String>,
 }
 
 impl WriteSummary {
@@ -353,6 +382,39 @@ pub struct Writer {
     done_tx: Option<Sender<Done>>,
     started: Instant,
     strategy: Strategy,
+    predict: PredictState,
+    /// After the first prediction: a new kind of data gets its own.
+    per_class: Option<Box<PerClass>>,
+}
+
+/// What a prediction for a new data class needs.
+struct PerClass {
+    cfg: PredictConfig,
+    link: Option<f64>,
+    size_hint: Option<u64>,
+    /// Classes already predicted for (bit per class).
+    seen: u32,
+    /// Bytes compressed by these predictions.
+    bytes: u64,
+}
+
+/// The writer's prediction of its start.
+enum PredictState {
+    /// Not predicting (off, or a strategy that does not adapt).
+    Off,
+    /// Holding the first blocks until there are enough to sample.
+    Holding(Box<Holding>),
+    /// Predicted (or failed to: the controller's own start then).
+    Done(Option<Box<Prediction>>),
+}
+
+struct Holding {
+    held: Vec<Job>,
+    /// Blocks to hold before predicting.
+    limit: usize,
+    cfg: PredictConfig,
+    link: Option<f64>,
+    size_hint: Option<u64>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -427,6 +489,35 @@ impl Writer {
         let seq_shared = Arc::clone(&shared);
         let seq_raw_return = raw_return.clone();
         let trace = opts.trace.clone();
+        let predict = if opts.predict == Predict::Auto && opts.strategy.is_adaptive() {
+            let mut cfg =
+                PredictConfig { threads, block_size: u64::from(block_size), ..Default::default() };
+            cfg.keep_threshold = keep;
+            cfg.sample.max_slice = block_size as usize;
+            let elem = opts.hints.iter().find_map(|h| match h {
+                Hint::Dtype(d) if d.size() > 1 => Some(d.size()),
+                _ => None,
+            });
+            if let Some(f) = elem.and_then(|e| {
+                adz_format::FilterSpec::shuffle(e).and_then(|f| adz_format::Filters::new(&[f])).ok()
+            }) {
+                cfg.filters = f;
+            }
+            let link = match opts.link {
+                Link::Fixed(l) => Some(l),
+                Link::Auto => opts.link_guess,
+            };
+            PredictState::Holding(Box::new(Holding {
+                held: Vec::new(),
+                limit: buffers.saturating_sub(1).clamp(1, 8),
+                cfg,
+                link,
+                size_hint: opts.size_hint,
+            }))
+        } else {
+            PredictState::Off
+        };
+
         let sequencer = std::thread::Builder::new()
             .name("adz-sequencer".to_owned())
             .spawn(move || {
@@ -457,7 +548,107 @@ impl Writer {
             done_tx: Some(done_tx),
             started,
             strategy: opts.strategy,
+            predict,
+            per_class: None,
         })
+    }
+
+    /// Predict the start from `sample` (a caller that can sample the whole input, e.g. a
+    /// file, before writing it) instead of from the first blocks. Does nothing and returns
+    /// None if the writer does not predict (`Predict::Off`, a static strategy) or has
+    /// already predicted.
+    pub fn predict_from(&mut self, sample: &Sample) -> Option<&Prediction> {
+        self.run_prediction(Some(sample));
+        self.prediction()
+    }
+
+    /// The prediction the writer started from, once made.
+    pub fn prediction(&self) -> Option<&Prediction> {
+        match &self.predict {
+            PredictState::Done(p) => p.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Predict from `sample`, or from the held blocks, set the controller's start, and let
+    /// the held blocks go.
+    fn run_prediction(&mut self, sample: Option<&Sample>) {
+        if !matches!(self.predict, PredictState::Holding(_)) {
+            return;
+        }
+        let PredictState::Holding(h) =
+            std::mem::replace(&mut self.predict, PredictState::Done(None))
+        else {
+            unreachable!("checked above");
+        };
+        let Holding { held, cfg, link, size_hint, .. } = *h;
+        let own;
+        let sample = match sample {
+            Some(s) => s,
+            None => {
+                let parts: Vec<&[u8]> = held.iter().map(|j| j.data.bytes()).collect();
+                let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+                own = Sample::from_parts(&parts, size_hint.unwrap_or(len).max(len), &cfg.sample);
+                &own
+            }
+        };
+        // A prediction that fails (a codec error on the sample) costs only itself: the
+        // controller keeps its own start.
+        let prediction = if sample.is_empty() {
+            None
+        } else {
+            Predictor::new(cfg.clone()).predict(sample, self.strategy, link).ok()
+        };
+        let mut classes: Vec<u8> = held.iter().map(|j| j.class).collect();
+        classes.extend(sample.slices.iter().map(|(_, s)| classify(s)));
+        classes.push(0);
+        classes.sort_unstable();
+        classes.dedup();
+        if let Some(p) = &prediction {
+            let mut d = lock(&self.shared.dispatch);
+            if p.incompressible {
+                // Raw because nothing saves: probe mode (a cheap attempt every few blocks),
+                // for the kinds of data sampled. Raw as a *start* means "too slow for the link".
+                for &c in &classes {
+                    d.controller.start_incompressible(c);
+                }
+            } else {
+                d.controller.set_start(p.start);
+            }
+        }
+        let seen = classes.iter().fold(0u32, |m, &c| m | 1 << (c as usize).min(31));
+        self.per_class = Some(Box::new(PerClass { cfg, link, size_hint, seen, bytes: 0 }));
+        self.predict = PredictState::Done(prediction.map(Box::new));
+        self.push_jobs(held);
+    }
+
+    /// A change of data class is the change detector (the block's entropy class jumps
+    /// before any ratio can be measured): the first block of a class not seen before is
+    /// predicted on its own, and that class's controller starts there.
+    fn predict_new_classes(&mut self, jobs: &[Job]) {
+        let Some(pc) = self.per_class.as_mut() else { return };
+        for job in jobs {
+            let bit = 1u32 << (job.class as usize).min(31);
+            if pc.seen & bit != 0 {
+                continue;
+            }
+            pc.seen |= bit;
+            let bytes = job.data.bytes();
+            let len = bytes.len() as u64;
+            let rest = pc.size_hint.map_or(len, |s| s.saturating_sub(job.raw_offset)).max(len);
+            let sample = Sample::from_parts(&[bytes], rest, &pc.cfg.sample);
+            let Ok(p) = Predictor::new(pc.cfg.clone()).predict(&sample, self.strategy, pc.link)
+            else {
+                continue;
+            };
+            pc.bytes += p.compressed_bytes;
+            let mut d = lock(&self.shared.dispatch);
+            if p.incompressible {
+                d.controller.start_incompressible(job.class);
+            } else {
+                d.controller.set_start_of(job.class, p.start);
+            }
+        }
     }
 
     /// Give a hint for the raw byte range `range` (`no-compress`, `dtype=f64`, ...), for data
@@ -574,7 +765,10 @@ impl Writer {
         }
         drop(dyn_data);
         self.raw_offset = offset;
-        self.push_jobs(jobs);
+        self.queue_jobs(jobs);
+        // The caller may wait for this write before writing more: held blocks would never
+        // finish. Predict from what there is.
+        self.run_prediction(None);
         let tail = &bytes[pos..];
         if !tail.is_empty() {
             // Copy the short remainder into a pending block; take a buffer without waiting
@@ -612,6 +806,7 @@ impl Writer {
                 self.emit(buf);
             }
         }
+        self.run_prediction(None);
         self.close();
         let sequenced = self.join();
         self.shared.check()?;
@@ -633,6 +828,9 @@ impl Writer {
             link: status.link,
             sink_seconds: s.sink_busy.as_secs_f64(),
             strategy: self.strategy.to_string(),
+            predict_bytes: self.prediction().map_or(0, |p| p.compressed_bytes)
+                + self.per_class.as_ref().map_or(0, |p| p.bytes),
+            predict_start: self.prediction().map(|p| p.start.to_string()),
         })
     }
 
@@ -707,7 +905,20 @@ impl Writer {
         let len = buf.len() as u64;
         let job = Job::new(self.raw_offset, BlockData::Owned(buf), self.hints_at(self.raw_offset));
         self.raw_offset += len;
-        self.push_jobs(vec![job]);
+        self.queue_jobs(vec![job]);
+    }
+
+    /// Queue jobs, or hold them while the start is being predicted.
+    fn queue_jobs(&mut self, jobs: Vec<Job>) {
+        if let PredictState::Holding(h) = &mut self.predict {
+            h.held.extend(jobs);
+            if h.held.len() >= h.limit {
+                self.run_prediction(None);
+            }
+            return;
+        }
+        self.predict_new_classes(&jobs);
+        self.push_jobs(jobs);
     }
 
     fn push_jobs(&self, jobs: Vec<Job>) {

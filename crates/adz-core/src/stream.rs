@@ -146,6 +146,7 @@ impl<W: Write> FrameWriter<W> {
             link: None,
             sink_seconds: self.sink_busy.as_secs_f64(),
             strategy: format!("static={}", self.opts.codec),
+            ..WriteSummary::default()
         };
         Ok((self.sink, summary))
     }

@@ -1,0 +1,334 @@
+//! `adz predict`: does compression pay on this data and this link, and where should the
+//! controller start? Also the glue that lets `adz compress` predict from a sample of the
+//! whole input file (see adz_core::predict).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use adz_core::control::{Link, Strategy};
+use adz_core::format::CodecSpec;
+use adz_core::predict::{PredictConfig, Prediction, Predictor, Sample, WriteModel};
+use adz_core::{Predict, WriteSummary, Writer};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::io::Input;
+
+pub const AFTER_HELP: &str = "\
+Method: a few slices of the input at reproducible random offsets (3 x 5 % of it, at most one \
+block each, all together at most 2 % of it) are compressed with each candidate rung, cheapest \
+first, while the prediction stays within 2 % of the write's predicted time. For each rung: \
+ratio, one thread's speed, and the write time through the link, max(compression, transfer) + \
+one block. Data that looks random is not compressed at all. docs/PREDICTOR.md has the details.
+
+Examples:
+  adz predict data.bin --link 1GbE              does compressing pay on 1 Gbit/s, and where to start
+  adz predict data.bin --link 10GbE -T 8 --check   compare with a real compression of the file
+  tar c dir | adz predict - --json              a prediction for the first 256 MiB of a stream";
+
+#[derive(Args)]
+pub struct PredictArgs {
+    /// File to predict for, or - for stdin (its first --stdin-limit bytes are read).
+    #[arg(default_value = "-")]
+    input: String,
+    /// The link speed: 1GbE, 10GbE, ib-fdr4, a rate such as 500MB/s, or auto (unknown: the
+    /// start with the least regret over links from 25 MB/s to 12 GB/s).
+    #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = crate::parse_link)]
+    link: Link,
+    /// The strategy to pick the start for: throughput, keep-pace, prolong=F.
+    #[arg(short, long, default_value = "throughput", value_name = "STRATEGY")]
+    strategy: Strategy,
+    /// Compression threads of the write (default: one per core).
+    #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
+    threads: usize,
+    /// Raw bytes per block (the largest slice).
+    #[arg(short = 'B', long, default_value = "1MiB", value_parser = crate::parse_size, value_name = "SIZE")]
+    block_size: u32,
+    /// Candidate rungs, comma-separated (default lz4:1,zstd:-1,zstd:1,zstd:3,zstd:6,zstd:12,xz:6).
+    #[arg(long, value_delimiter = ',', value_name = "C:L,...")]
+    rungs: Vec<CodecSpec>,
+    /// Slices in the sample.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    slices: usize,
+    /// Share of the predicted write time the prediction may take: the sample is cut so the
+    /// three cheapest rungs fit, costlier rungs that would not fit are skipped. Raise it
+    /// (e.g. 1) to measure every rung. The sample itself holds at most 2 % of the data.
+    #[arg(long, default_value_t = 0.02, value_name = "FRACTION")]
+    budget: f64,
+    /// Seed of the slices' offsets.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Also compress the whole input with every measured rung (one thread) and print the
+    /// real figures and each prediction's error.
+    #[arg(long)]
+    check: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// With stdin: read at most this much (memory), and predict for it.
+    #[arg(long, default_value = "256MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
+    stdin_limit: u64,
+}
+
+/// `--predict auto|off`.
+pub fn parse_mode(s: &str) -> Result<Predict, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "auto" | "on" => Ok(Predict::Auto),
+        "off" | "no" => Ok(Predict::Off),
+        _ => Err(format!("{s:?}: expected auto or off")),
+    }
+}
+
+fn threads(n: usize) -> usize {
+    if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
+    }
+}
+
+/// `adz compress` on a file: predict from a sample of the whole file rather than from the
+/// first blocks. Nothing to do for stdin or when the writer does not predict.
+pub fn start_from_file(writer: &mut Writer, input: &Input, block_size: u32) -> Result<()> {
+    let Input::File { path, len } = input else { return Ok(()) };
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let cfg =
+        adz_core::predict::SampleConfig { max_slice: block_size as usize, ..Default::default() };
+    let sample = Sample::from_reader(std::io::BufReader::new(f), *len, &cfg)
+        .with_context(|| format!("sampling {}", path.display()))?;
+    writer.predict_from(&sample);
+    Ok(())
+}
+
+/// The summary line of `adz compress` about the prediction, if one was made.
+pub fn summary_line(s: &WriteSummary) {
+    if let Some(start) = &s.predict_start {
+        eprintln!(
+            "  predicted start {start} ({} sample bytes compressed to predict)",
+            s.predict_bytes
+        );
+    }
+}
+
+struct Check {
+    spec: String,
+    ratio: f64,
+    speed: f64,
+    time: Option<f64>,
+    ratio_error: f64,
+    speed_error: f64,
+    time_error: Option<f64>,
+}
+
+pub fn run(a: PredictArgs) -> Result<ExitCode> {
+    if !(a.budget.is_finite() && a.budget > 0.0) {
+        bail!("--budget must be a positive fraction, e.g. 0.02");
+    }
+    let input = Input::open(&a.input)?;
+    let threads = threads(a.threads);
+    let mut cfg = PredictConfig {
+        threads,
+        block_size: u64::from(a.block_size),
+        time_budget: a.budget,
+        ..PredictConfig::default()
+    };
+    if !a.rungs.is_empty() {
+        cfg.rungs = a.rungs.clone();
+    }
+    cfg.sample.slices = a.slices.max(1);
+    cfg.sample.seed = a.seed;
+    cfg.sample.max_slice = a.block_size as usize;
+    // stdin is read into memory (bounded); a file is sampled where it lies.
+    let stdin_data = match &input {
+        Input::Stdin => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(a.stdin_limit)
+                .read_to_end(&mut buf)
+                .context("reading stdin")?;
+            Some(buf)
+        }
+        Input::File { .. } => None,
+    };
+    let sample = match (&input, &stdin_data) {
+        (_, Some(d)) => Sample::from_slice(d, &cfg.sample),
+        (Input::File { path, len }, None) => {
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            Sample::from_reader(std::io::BufReader::new(f), *len, &cfg.sample)
+                .with_context(|| format!("sampling {}", input.describe()))?
+        }
+        (Input::Stdin, None) => unreachable!("stdin is read above"),
+    };
+    let link = match a.link {
+        Link::Fixed(l) => Some(l),
+        Link::Auto => None,
+    };
+    let mut predictor = Predictor::new(cfg.clone());
+    let pred = predictor
+        .predict(&sample, a.strategy, link)
+        .with_context(|| format!("predicting for {}", input.describe()))?;
+
+    let check = if a.check {
+        let model = WriteModel { bytes: pred.data_bytes, threads, block_size: cfg.block_size };
+        let mut out = Vec::new();
+        for r in &pred.rungs {
+            let mut src: Box<dyn Read> = match &stdin_data {
+                Some(d) => Box::new(&d[..]),
+                None => input.reader()?,
+            };
+            let real = predictor
+                .measure_stream(&mut src, r.spec)
+                .with_context(|| format!("compressing {} with {}", input.describe(), r.spec))?;
+            let time = link.map(|l| model.time_compressed(real, l));
+            out.push(Check {
+                spec: r.spec.to_string(),
+                ratio: real.ratio,
+                speed: real.speed,
+                time,
+                ratio_error: r.ratio / real.ratio - 1.0,
+                speed_error: r.speed / real.speed - 1.0,
+                time_error: r.time.zip(time).map(|(p, t)| p / t - 1.0),
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
+
+    let mut out = std::io::stdout().lock();
+    let name = match &input {
+        Input::Stdin => format!("<stdin> (first {} bytes)", pred.data_bytes),
+        _ => input.describe(),
+    };
+    if a.json {
+        let mut report = serde_json::json!({ "input": name, "prediction": &pred });
+        if let Some(check) = &check {
+            report["check"] = check
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "spec": c.spec, "ratio": c.ratio, "speed": c.speed, "time": c.time,
+                        "ratio_error": c.ratio_error, "speed_error": c.speed_error,
+                        "time_error": c.time_error,
+                    })
+                })
+                .collect();
+        }
+        // Through io::Write, so that a closed pipe is an io::Error (success for `| head`).
+        let text = serde_json::to_string_pretty(&report)?;
+        writeln!(out, "{text}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_text(&mut out, &name, &pred, check.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mbs(v: f64) -> String {
+    if v.is_finite() {
+        format!("{:.1} MB/s", v / 1e6)
+    } else {
+        "-".to_owned()
+    }
+}
+
+fn print_text(
+    out: &mut impl Write,
+    name: &str,
+    p: &Prediction,
+    check: Option<&[Check]>,
+) -> std::io::Result<()> {
+    let h = &p.heuristic;
+    writeln!(out, "input:      {name}: {} bytes", p.data_bytes)?;
+    writeln!(
+        out,
+        "sample:     {} bytes in {} slices ({:.2} % of the data); {} bytes compressed in {:.3} s \
+         (budget {:.3} s)",
+        p.sampled_bytes,
+        p.slices,
+        100.0 * p.sampled_bytes as f64 / p.data_bytes.max(1) as f64,
+        p.compressed_bytes,
+        p.seconds,
+        p.budget_seconds
+    )?;
+    let verdict = match h.class {
+        _ if p.sampled_bytes == 0 => "empty: nothing to look at",
+        adz_core::predict::Compressibility::Random => "random-looking: nothing compressed",
+        adz_core::predict::Compressibility::Redundant => {
+            "redundant: only the fastest rungs measured"
+        }
+        _ => "compressed to find out",
+    };
+    writeln!(
+        out,
+        "heuristic:  {verdict} (entropy class {}, {} byte values, 90 % in {}{})",
+        h.entropy_class,
+        h.byte_set,
+        h.core_set,
+        if h.repeated { ", repeats itself" } else { "" }
+    )?;
+    let link = p.link.map_or_else(|| "unknown".to_owned(), mbs);
+    writeln!(out, "write:      strategy {}, {} threads, link {link}", p.strategy, p.threads)?;
+    if let Some(t) = p.time_raw {
+        writeln!(out, "raw:        {t:.3} s through the link")?;
+    }
+    if !p.rungs.is_empty() {
+        writeln!(
+            out,
+            "\n{:<10} {:>8} {:>14} {:>14} {:>11} {:>8}",
+            "rung", "ratio", "speed/thread", "aggregate", "write time", "speedup"
+        )?;
+        for r in &p.rungs {
+            writeln!(
+                out,
+                "{:<10} {:>8.3} {:>14} {:>14} {:>11} {:>8}",
+                r.spec.to_string(),
+                r.ratio,
+                mbs(r.speed),
+                mbs(r.aggregate_speed),
+                r.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
+                r.speedup.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}x")),
+            )?;
+        }
+    }
+    if !p.skipped.is_empty() {
+        let names: Vec<String> = p.skipped.iter().map(|s| s.to_string()).collect();
+        writeln!(out, "not measured (over the time budget, or not needed): {}", names.join(", "))?;
+    }
+    let decision = if p.start == CodecSpec::NONE {
+        "raw: compression does not pay".to_owned()
+    } else {
+        format!("compress, start at {}", p.start)
+    };
+    match p.regret {
+        Some(r) => writeln!(
+            out,
+            "\ndecision:   {decision} (link unknown: least worst-case regret, {:.0} % slower \
+             than the best choice at the worst link)",
+            r * 100.0
+        )?,
+        None => writeln!(out, "\ndecision:   {decision}")?,
+    }
+    if let Some(check) = check {
+        writeln!(
+            out,
+            "\ncheck (whole input, one thread):\n{:<10} {:>8} {:>9} {:>14} {:>9} {:>11} {:>9}",
+            "rung", "ratio", "error", "speed/thread", "error", "write time", "error"
+        )?;
+        for c in check {
+            writeln!(
+                out,
+                "{:<10} {:>8.3} {:>+8.1}% {:>14} {:>+8.1}% {:>11} {:>9}",
+                c.spec,
+                c.ratio,
+                c.ratio_error * 100.0,
+                mbs(c.speed),
+                c.speed_error * 100.0,
+                c.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
+                c.time_error.map_or_else(|| "-".to_owned(), |e| format!("{:+.1}%", e * 100.0)),
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,296 @@
+//! The write-time formulas: how long a write of `D` bytes takes through a link of `L` bytes/s
+//! with and without compression (Papio's equations 1 and 2, generalised to adz's pipeline).
+//!
+//! Papio compresses a chunk and then sends it, so its write time with compression is the sum
+//! `D/C + D/(f L)`. adz compresses block `k+1` on N workers while block `k` is on the link, so
+//! the two stages overlap and the slower one sets the pace; the faster one only adds its time
+//! for one block at the start or the end (the pipeline fill):
+//!
+//! ```text
+//! T_raw     = D / L
+//! T(r)      = max(D / (N s), D / (f L)) + fill
+//! fill      = b / (f L)   if compression is the bottleneck (the last frame still has to go)
+//!           = b / s       otherwise (the first block has to be compressed before anything goes)
+//! speedup   = T_raw / T(r)
+//! ```
+//!
+//! with `s` one thread's compression speed of rung `r` (raw bytes/s), `f` its ratio, `N` the
+//! worker threads and `b = min(block, D)`. Compression *pays* when some rung's speedup exceeds
+//! 1 (for S1) and the rung saves at least the keep threshold's 3 % (a block that saves less is
+//! stored raw anyway).
+
+use adz_control::Strategy;
+
+/// What one rung achieves on the data, per thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RungPerf {
+    /// Compression speed of one thread, raw bytes/s.
+    pub speed: f64,
+    /// raw / compressed (1.0 or a little less: nothing saved).
+    pub ratio: f64,
+}
+
+/// The machine and the write the formulas are applied to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteModel {
+    /// Raw bytes of the write.
+    pub bytes: u64,
+    /// Worker threads.
+    pub threads: usize,
+    /// Raw bytes per block.
+    pub block_size: u64,
+}
+
+impl WriteModel {
+    /// Seconds to send the raw data through a link of `link` bytes/s.
+    pub fn time_raw(&self, link: f64) -> f64 {
+        self.bytes as f64 / link
+    }
+
+    /// Seconds to compress the data with `p` on every worker (the compression stage alone).
+    pub fn time_compress(&self, p: RungPerf) -> f64 {
+        self.bytes as f64 / (self.threads.max(1) as f64 * p.speed)
+    }
+
+    /// Seconds to send the compressed data (the transfer stage alone).
+    pub fn time_transfer(&self, p: RungPerf, link: f64) -> f64 {
+        self.bytes as f64 / (p.ratio.max(1.0) * link)
+    }
+
+    /// Seconds for the whole write with compression: the slower stage plus the pipeline fill.
+    pub fn time_compressed(&self, p: RungPerf, link: f64) -> f64 {
+        let (c, t) = (self.time_compress(p), self.time_transfer(p, link));
+        let b = self.block_size.min(self.bytes) as f64;
+        let fill = if c >= t { b / (p.ratio.max(1.0) * link) } else { b / p.speed };
+        c.max(t) + fill
+    }
+
+    /// `time_raw / time_compressed`: above 1, compressing with `p` makes the write faster.
+    pub fn speedup(&self, p: RungPerf, link: f64) -> f64 {
+        let t = self.time_compressed(p, link);
+        if t > 0.0 {
+            self.time_raw(link) / t
+        } else {
+            1.0
+        }
+    }
+}
+
+/// A rung *saves* if a block it compresses would be kept (it saves at least 3 %).
+pub fn saves(p: RungPerf, keep_threshold: f64) -> bool {
+    p.ratio.is_finite() && p.ratio > 0.0 && 1.0 / p.ratio <= keep_threshold
+}
+
+/// The start rung for `strategy` among `rungs` (index into it), or `None` for raw (no rung
+/// pays), given the link:
+///
+/// * S1 (throughput): the rung with the shortest write time, if it beats raw;
+///   rungs within `margin` of the shortest count as equally fast and the best ratio wins
+///   (the controller's own rule).
+/// * S2 (keep-pace): the best ratio among rungs whose write takes no longer than raw.
+/// * S3 (prolong=F): the best ratio among rungs whose write takes at most F times raw.
+/// * Archive and static have no start to choose: the S1 answer, for the report.
+pub fn choose(
+    strategy: Strategy,
+    model: &WriteModel,
+    rungs: &[RungPerf],
+    link: f64,
+    keep_threshold: f64,
+    margin: f64,
+) -> Option<usize> {
+    let raw = model.time_raw(link);
+    let ok: Vec<(usize, f64, f64)> = rungs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| saves(**p, keep_threshold) && p.speed > 0.0)
+        .map(|(i, p)| (i, model.time_compressed(*p, link), p.ratio))
+        .collect();
+    let best_ratio_within = |limit: f64| {
+        ok.iter()
+            .filter(|(_, t, _)| *t <= limit)
+            .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.total_cmp(&a.1)))
+            .map(|x| x.0)
+    };
+    match strategy {
+        Strategy::KeepPace => best_ratio_within(raw),
+        Strategy::Prolong(f) => best_ratio_within(raw * f.max(1.0)),
+        _ => {
+            let fastest = ok.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+            if fastest >= raw {
+                return None;
+            }
+            best_ratio_within(fastest * (1.0 + margin))
+        }
+    }
+}
+
+/// The write time of the option `choice` (a rung index, or `None` for raw) at `link`.
+pub fn time_of(model: &WriteModel, rungs: &[RungPerf], choice: Option<usize>, link: f64) -> f64 {
+    match choice {
+        Some(i) => model.time_compressed(rungs[i], link),
+        None => model.time_raw(link),
+    }
+}
+
+/// Links (bytes/s) the minimax-regret start is checked against when the link is unknown:
+/// from a slow WAN (25 MB/s) to beyond InfiniBand FDR4 (12 GB/s), a factor of ~2 apart.
+pub const LINK_GRID: [f64; 10] =
+    [25e6, 50e6, 117e6, 250e6, 500e6, 1200e6, 2500e6, 4000e6, 6000e6, 12000e6];
+
+/// The start when the link is unknown: the option (rung index or `None` for raw) whose
+/// worst relative regret over `links` is smallest. The regret of an option at a link is
+/// `T(option) / T(best option for that link) - 1` under `strategy`'s objective: write time for
+/// S1; for S2/S3 the ratio lost against the best option that meets the time bound, or the time
+/// over the bound when it misses it. Returns the choice and its worst regret.
+pub fn minimax_regret(
+    strategy: Strategy,
+    model: &WriteModel,
+    rungs: &[RungPerf],
+    links: &[f64],
+    keep_threshold: f64,
+) -> (Option<usize>, f64) {
+    let mut options: Vec<Option<usize>> = vec![None];
+    options.extend(
+        (0..rungs.len())
+            .filter(|&i| saves(rungs[i], keep_threshold) && rungs[i].speed > 0.0)
+            .map(Some),
+    );
+    let bound = match strategy {
+        Strategy::KeepPace => Some(1.0),
+        Strategy::Prolong(f) => Some(f.max(1.0)),
+        _ => None,
+    };
+    let ratio_of = |o: Option<usize>| o.map_or(1.0, |i| rungs[i].ratio.max(1.0));
+    let regret = |o: Option<usize>, link: f64| -> f64 {
+        let t = time_of(model, rungs, o, link);
+        match bound {
+            None => {
+                let best = options
+                    .iter()
+                    .map(|&b| time_of(model, rungs, b, link))
+                    .fold(f64::INFINITY, f64::min);
+                t / best - 1.0
+            }
+            Some(f) => {
+                let limit = model.time_raw(link) * f;
+                if t > limit {
+                    t / limit - 1.0
+                } else {
+                    let best = options
+                        .iter()
+                        .filter(|&&b| time_of(model, rungs, b, link) <= limit)
+                        .map(|&b| ratio_of(b))
+                        .fold(1.0, f64::max);
+                    best / ratio_of(o) - 1.0
+                }
+            }
+        }
+    };
+    options
+        .iter()
+        .map(|&o| (o, links.iter().map(|&l| regret(o, l)).fold(0.0, f64::max)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((None, 0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: f64 = 1e6;
+
+    fn model(threads: usize) -> WriteModel {
+        WriteModel { bytes: 1000 << 20, threads, block_size: 1 << 20 }
+    }
+
+    #[test]
+    fn formulas_on_known_speeds_and_ratios() {
+        let m = model(4);
+        let d = m.bytes as f64;
+        // 4 x 100 MB/s = 400 MB/s of compression, ratio 4: 400 MB/s raw through a 100 MB/s link.
+        let p = RungPerf { speed: 100.0 * MB, ratio: 4.0 };
+        assert!((m.time_raw(100.0 * MB) - d / 100e6).abs() < 1e-9);
+        assert!((m.time_compress(p) - d / 400e6).abs() < 1e-9);
+        assert!((m.time_transfer(p, 100.0 * MB) - d / 400e6).abs() < 1e-9);
+        // Compression-bound at a fast link: the last frame is added.
+        let t = m.time_compressed(p, 1000.0 * MB);
+        assert!((t - (d / 400e6 + (1 << 20) as f64 / 4000e6)).abs() < 1e-9, "{t}");
+        // Link-bound at a slow link: the first block's compression is added.
+        let t = m.time_compressed(p, 10.0 * MB);
+        assert!((t - (d / 40e6 + (1 << 20) as f64 / 100e6)).abs() < 1e-9, "{t}");
+        assert!((m.speedup(p, 10.0 * MB) - (d / 10e6) / t).abs() < 1e-9);
+        // Papio's serial sum is never shorter than the pipeline's max + fill.
+        for link in [10.0 * MB, 100.0 * MB, 1000.0 * MB] {
+            let serial = m.time_compress(p) + m.time_transfer(p, link);
+            assert!(m.time_compressed(p, link) <= serial + 1e-9);
+        }
+    }
+
+    #[test]
+    fn decision_flips_to_raw_as_the_link_passes_the_compression_speed() {
+        let m = model(2);
+        let rungs = [RungPerf { speed: 300.0 * MB, ratio: 2.0 }];
+        // Aggregate compression 600 MB/s, ratio 2: pays while L f < ... i.e. while the link is
+        // slower than what compression feeds, up to about 600 MB/s.
+        let mut last = true;
+        let mut flipped_at = None;
+        for link in [50.0, 100.0, 200.0, 400.0, 550.0, 650.0, 1000.0, 6000.0] {
+            let pays = choose(Strategy::Throughput, &m, &rungs, link * MB, 0.97, 0.05).is_some();
+            if last && !pays {
+                flipped_at = Some(link);
+            }
+            assert!(!pays || last, "compress again at {link} MB/s after raw");
+            last = pays;
+        }
+        let at = flipped_at.expect("raw at some speed");
+        assert!((550.0..=650.0).contains(&at), "flips at {at} MB/s");
+    }
+
+    #[test]
+    fn strategies_pick_their_rungs() {
+        let m = model(4);
+        let rungs = [
+            RungPerf { speed: 700.0 * MB, ratio: 2.1 },
+            RungPerf { speed: 300.0 * MB, ratio: 2.9 },
+            RungPerf { speed: 60.0 * MB, ratio: 3.4 },
+            RungPerf { speed: 20.0 * MB, ratio: 3.8 },
+        ];
+        let link = 117.0 * MB;
+        // S2: fastest-ratio rung still as fast as the link: 4 x 60 = 240 >= 117; 80 < 117.
+        assert_eq!(choose(Strategy::KeepPace, &m, &rungs, link, 0.97, 0.05), Some(2));
+        // S3 with F = 1.5 allows 78 MB/s: 4 x 20 = 80.
+        assert_eq!(choose(Strategy::Prolong(1.5), &m, &rungs, link, 0.97, 0.05), Some(3));
+        // S1: min(4 s, L f): 2.1 L = 246, 2.9 L = 339, min(240, 398) = 240, 80 -> rung 1.
+        assert_eq!(choose(Strategy::Throughput, &m, &rungs, link, 0.97, 0.05), Some(1));
+        // Nothing saves 3 %: raw.
+        let flat = [RungPerf { speed: 700.0 * MB, ratio: 1.01 }];
+        assert_eq!(choose(Strategy::Throughput, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
+        assert_eq!(choose(Strategy::KeepPace, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
+    }
+
+    #[test]
+    fn minimax_regret_weighs_the_slowest_and_fastest_links() {
+        let m = model(2);
+        let rungs = [
+            RungPerf { speed: 800.0 * MB, ratio: 2.1 },
+            RungPerf { speed: 350.0 * MB, ratio: 3.0 },
+            RungPerf { speed: 8.0 * MB, ratio: 3.8 },
+        ];
+        // 2 threads: the fastest rung compresses 1.6 GB/s, 7.5x slower than a 12 GB/s link;
+        // raw loses only 3x (the best ratio) at the slowest link: raw is the safer start.
+        let (choice, regret) = minimax_regret(Strategy::Throughput, &m, &rungs, &LINK_GRID, 0.97);
+        assert_eq!(choice, None);
+        assert!((regret - 2.0).abs() < 0.1, "{regret}");
+        // 16 threads: a fast rung loses little at any link, raw 2-3x at slow ones.
+        let m16 = model(16);
+        let (choice, regret) = minimax_regret(Strategy::Throughput, &m16, &rungs, &LINK_GRID, 0.97);
+        assert!(matches!(choice, Some(0) | Some(1)), "{choice:?}");
+        assert!(regret < 1.0, "{regret}");
+        // S2 never picks the slow rung: it misses the time bound by 6x at 117 MB/s already.
+        let (choice, _) = minimax_regret(Strategy::KeepPace, &m16, &rungs, &LINK_GRID, 0.97);
+        assert_ne!(choice, Some(2));
+        // Incompressible data: raw, no regret.
+        let flat = [RungPerf { speed: 2000.0 * MB, ratio: 1.0 }];
+        assert_eq!(minimax_regret(Strategy::Throughput, &m, &flat, &LINK_GRID, 0.97), (None, 0.0));
+    }
+}

@@ -1,0 +1,459 @@
+//! Predict before compressing: does compression pay on this data and this link, and at which
+//! rung should the controller start?
+//!
+//! After Papio's "Selectively Parallel I/O Compression" (its algorithms 1-3 and equations 1
+//! and 2): compress a few randomly placed slices of the data ([`Sample`]) with a few candidate
+//! rungs, measure each rung's ratio and one thread's speed, and apply the write-time formulas
+//! of [`estimate`] to the whole write. Before compressing anything, a look at the sample's
+//! bytes ([`heuristic`], after btrfs' `btrfs_compress_heuristic`) skips the work for data that
+//! is obviously random (nothing to measure: raw) and cuts it for data that is obviously
+//! redundant (only the fastest rungs). The whole prediction costs at most 2 % of the write's
+//! predicted time: the sample is cut so that the [`MIN_RUNGS`] cheapest candidates fit, and
+//! costlier candidates that would not fit are skipped.
+//!
+//! ```
+//! use adz_core::predict::{PredictConfig, Predictor, Sample, SampleConfig};
+//! use adz_core::control::Strategy;
+//!
+//! let data = b"measurements of a solver, step 1: residual 0.25, iterations 12\n".repeat(50_000);
+//! let sample = Sample::from_slice(&data, &SampleConfig::default());
+//! let mut p = Predictor::new(PredictConfig { threads: 4, ..PredictConfig::default() });
+//! // A 1GbE link: compression pays, and S1 starts at a compressing rung.
+//! let pred = p.predict(&sample, Strategy::Throughput, Some(117e6))?;
+//! assert!(pred.pays);
+//! assert_ne!(pred.start, adz_core::format::CodecSpec::NONE);
+//! assert!(pred.sampled_bytes as f64 <= 0.02 * data.len() as f64 + 16384.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod estimate;
+pub mod heuristic;
+mod sample;
+
+use std::io::Read;
+use std::time::Instant;
+
+use adz_codec::{apply_filters, max_compressed_len, CodecContext};
+use adz_control::{reference, Strategy};
+use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
+use serde::{Serialize, Serializer};
+
+pub use self::estimate::{RungPerf, WriteModel, LINK_GRID};
+pub use self::heuristic::{classify_sample, Compressibility, Heuristic};
+pub use self::sample::{Sample, SampleConfig};
+use crate::{Error, Result};
+
+/// The link the time budget is reckoned against when the link is unknown: 10GbE.
+pub const BUDGET_LINK: f64 = 1200e6;
+
+/// What the controller assumes of an unmeasured machine (its `INITIAL_LEVEL`): half the
+/// reference table's speed. Used to guess what a rung not yet measured will cost.
+const INITIAL_LEVEL: f64 = 0.5;
+
+/// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
+pub const MIN_RUNGS: usize = 3;
+
+/// The shortest a slice is cut to for the time budget.
+const MIN_SLICE: usize = 4096;
+
+/// How a [`Predictor`] works.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictConfig {
+    /// How the sample is taken (by the callers that take it: [`Sample`]'s constructors).
+    pub sample: SampleConfig,
+    /// Candidate rungs, measured cheapest first. Default lz4:1, zstd:-1, zstd:1, zstd:3,
+    /// zstd:6, zstd:12, xz:6: one per region of the ladder.
+    pub rungs: Vec<CodecSpec>,
+    /// The prediction's cost is at most this share of the write's predicted time. Default
+    /// 0.02.
+    pub time_budget: f64,
+    /// Compression worker threads of the write. Default 1.
+    pub threads: usize,
+    /// Raw bytes per block. Default 1 MiB.
+    pub block_size: u64,
+    /// A compressed block is kept only if `stored <= raw x keep_threshold`. Default 0.97.
+    pub keep_threshold: f64,
+    /// S1's margin: rungs within it of the fastest count as equally fast. Default 0.05.
+    pub margin: f64,
+    /// Filters applied before compressing (the shuffle of a `dtype` hint). Default none.
+    pub filters: Filters,
+}
+
+impl Default for PredictConfig {
+    fn default() -> PredictConfig {
+        let rungs = ["lz4:1", "zstd:-1", "zstd:1", "zstd:3", "zstd:6", "zstd:12", "xz:6"]
+            .iter()
+            .map(|s| s.parse().expect("valid default rung"))
+            .collect();
+        PredictConfig {
+            sample: SampleConfig::default(),
+            rungs,
+            time_budget: 0.02,
+            threads: 1,
+            block_size: 1 << 20,
+            keep_threshold: 0.97,
+            margin: 0.05,
+            filters: Filters::NONE,
+        }
+    }
+}
+
+fn ser_spec<S: Serializer>(c: &CodecSpec, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&c.to_string())
+}
+
+fn ser_specs<S: Serializer>(c: &[CodecSpec], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(c.iter().map(|c| c.to_string()))
+}
+
+/// What one candidate rung is predicted to do on the whole write.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RungEstimate {
+    /// The rung.
+    #[serde(serialize_with = "ser_spec")]
+    pub spec: CodecSpec,
+    /// Predicted ratio (raw / stored, frame headers included; blocks that would not save
+    /// 3 % count as stored raw).
+    pub ratio: f64,
+    /// Measured compression speed of one thread, raw bytes/s.
+    pub speed: f64,
+    /// `threads x speed`: the compressors' aggregate speed.
+    pub aggregate_speed: f64,
+    /// Predicted time to compress the whole write on every worker, seconds.
+    pub compress_time: f64,
+    /// Predicted time to send the compressed write through the link, seconds (None: link
+    /// unknown).
+    pub transfer_time: Option<f64>,
+    /// Predicted write time with this rung at the link, seconds: the slower of the two plus
+    /// the pipeline fill (None: link unknown).
+    pub time: Option<f64>,
+    /// Predicted speedup over writing raw (None: link unknown).
+    pub speedup: Option<f64>,
+    /// Sample bytes compressed to measure it.
+    pub bytes: u64,
+}
+
+/// A prediction for one write.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// What the look at the bytes said.
+    pub heuristic: Heuristic,
+    /// Raw bytes of the write predicted for.
+    pub data_bytes: u64,
+    /// Bytes in the sample.
+    pub sampled_bytes: u64,
+    /// Slices in the sample.
+    pub slices: usize,
+    /// Bytes compressed during the prediction (sample bytes x rungs measured).
+    pub compressed_bytes: u64,
+    /// Wall time the prediction took, seconds.
+    pub seconds: f64,
+    /// The time budget it had, seconds.
+    pub budget_seconds: f64,
+    /// The strategy predicted for.
+    pub strategy: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// The link, bytes/s (None: unknown).
+    pub link: Option<f64>,
+    /// Predicted write time raw, seconds (None: link unknown).
+    pub time_raw: Option<f64>,
+    /// The candidates measured, cheapest first.
+    pub rungs: Vec<RungEstimate>,
+    /// Candidates not measured: over the time budget, or not needed (redundant data).
+    #[serde(serialize_with = "ser_specs")]
+    pub skipped: Vec<CodecSpec>,
+    /// True if some rung is predicted to pay (faster for S1, within the strategy's time for
+    /// S2/S3, and saving at least 3 %).
+    pub pays: bool,
+    /// The data looks incompressible: random to the heuristic, or no rung measured saved
+    /// 3 %. (Raw for that reason, not because compression is too slow for the link: the
+    /// controller then starts in probe mode rather than at raw.)
+    pub incompressible: bool,
+    /// Where the controller should start: a rung, or `none` (raw).
+    #[serde(serialize_with = "ser_spec")]
+    pub start: CodecSpec,
+    /// With the link unknown: the start's worst relative regret over [`LINK_GRID`].
+    pub regret: Option<f64>,
+}
+
+impl Prediction {
+    /// The estimate of `spec`, if it was measured.
+    pub fn estimate(&self, spec: CodecSpec) -> Option<&RungEstimate> {
+        self.rungs.iter().find(|r| r.spec == spec)
+    }
+}
+
+/// Measures candidate rungs on a sample and predicts the write. One per thread; it keeps its
+/// codec contexts and buffers between predictions.
+pub struct Predictor {
+    cfg: PredictConfig,
+    ctx: CodecContext,
+    filtered: Vec<u8>,
+    scratch: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl std::fmt::Debug for Predictor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Predictor").field("cfg", &self.cfg).finish_non_exhaustive()
+    }
+}
+
+impl Predictor {
+    /// A predictor for `cfg`.
+    pub fn new(cfg: PredictConfig) -> Predictor {
+        Predictor {
+            cfg,
+            ctx: CodecContext::new(),
+            filtered: Vec::new(),
+            scratch: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PredictConfig {
+        &self.cfg
+    }
+
+    /// Predict the write `sample` stands for (`sample.data_len` bytes) under `strategy`,
+    /// through a link of `link` bytes/s (None: unknown; the start is then the minimax-regret
+    /// choice over [`LINK_GRID`]).
+    pub fn predict(
+        &mut self,
+        sample: &Sample,
+        strategy: Strategy,
+        link: Option<f64>,
+    ) -> Result<Prediction> {
+        let t0 = Instant::now();
+        let link = link.filter(|l| l.is_finite() && *l > 0.0);
+        let threads = self.cfg.threads.max(1);
+        let model = WriteModel {
+            bytes: sample.data_len.max(sample.bytes()),
+            threads,
+            block_size: self.cfg.block_size.max(1),
+        };
+        let mut candidates = self.cfg.rungs.clone();
+        candidates.retain(|c| c.id() != CodecId::None);
+        candidates.sort_by(|a, b| reference(*b).speed.total_cmp(&reference(*a).speed));
+        candidates.dedup();
+
+        let budget_link = link.unwrap_or(BUDGET_LINK);
+        let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
+        let share =
+            if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
+        let budget_of = |perfs: &[RungPerf]| {
+            let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
+            share * estimate::time_of(&model, perfs, choice, budget_link)
+        };
+        // Before anything is measured, the write's predicted time is the reference table's
+        // (at the controller's pessimistic prior speed) for the candidates.
+        let prior: Vec<RungPerf> = candidates
+            .iter()
+            .map(|c| {
+                let r = reference(*c);
+                RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
+            })
+            .collect();
+        let mut budget = budget_of(&prior);
+        let mut sample_used = std::borrow::Cow::Borrowed(sample);
+        // The cheapest MIN_RUNGS candidates are always measured: a sample too large for them
+        // within the budget, at the controller's pessimistic prior speed, is cut to fit
+        // ("sample less" rather than measure less). Costlier rungs are measured only while
+        // the budget lasts.
+        let per_byte: f64 = candidates
+            .iter()
+            .take(MIN_RUNGS)
+            .map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL))
+            .sum();
+        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > budget {
+            let n = sample.slices.len().max(1) as f64;
+            let keep = ((budget / per_byte / n) as usize).max(MIN_SLICE);
+            sample_used = std::borrow::Cow::Owned(sample.truncated(keep));
+        }
+        let sampled = sample_used.bytes();
+
+        // The look at the bytes, on what will be compressed (it costs a pass over it).
+        let heuristic = classify_sample(&sample_used);
+        let mut skipped = Vec::new();
+        match heuristic.class {
+            _ if sample_used.is_empty() => skipped = std::mem::take(&mut candidates),
+            Compressibility::Random => skipped = std::mem::take(&mut candidates),
+            // The ratio is not in doubt, only the speed: the fastest rungs answer that.
+            Compressibility::Redundant => skipped = candidates.split_off(candidates.len().min(2)),
+            Compressibility::Unknown => {}
+        }
+
+        let mut rungs: Vec<RungEstimate> = Vec::new();
+        let mut perfs: Vec<RungPerf> = Vec::new();
+        let mut level_sum = 0.0f64;
+        let mut compressed_bytes = 0u64;
+        for spec in candidates {
+            let level = if perfs.is_empty() {
+                INITIAL_LEVEL
+            } else {
+                (level_sum / perfs.len() as f64).exp()
+            };
+            let cost = sampled as f64 / (reference(spec).speed * level);
+            let spent = t0.elapsed().as_secs_f64();
+            if perfs.len() >= MIN_RUNGS && spent + cost > budget {
+                skipped.push(spec);
+                continue;
+            }
+            let (perf, bytes) = self.measure(&sample_used, spec)?;
+            compressed_bytes += bytes;
+            level_sum += (perf.speed / reference(spec).speed).ln();
+            perfs.push(perf);
+            rungs.push(RungEstimate {
+                spec,
+                ratio: perf.ratio,
+                speed: perf.speed,
+                aggregate_speed: perf.speed * threads as f64,
+                compress_time: model.time_compress(perf),
+                transfer_time: link.map(|l| model.time_transfer(perf, l)),
+                time: link.map(|l| model.time_compressed(perf, l)),
+                speedup: link.map(|l| model.speedup(perf, l)),
+                bytes,
+            });
+            budget = budget_of(&perfs);
+        }
+
+        let (choice, regret) = match link {
+            Some(l) => (
+                estimate::choose(
+                    strategy,
+                    &model,
+                    &perfs,
+                    l,
+                    self.cfg.keep_threshold,
+                    self.cfg.margin,
+                ),
+                None,
+            ),
+            None => {
+                let (c, r) = estimate::minimax_regret(
+                    strategy,
+                    &model,
+                    &perfs,
+                    &LINK_GRID,
+                    self.cfg.keep_threshold,
+                );
+                (c, Some(r))
+            }
+        };
+        Ok(Prediction {
+            heuristic,
+            data_bytes: model.bytes,
+            sampled_bytes: sampled,
+            slices: sample_used.slices.len(),
+            compressed_bytes,
+            seconds: t0.elapsed().as_secs_f64(),
+            budget_seconds: budget,
+            strategy: strategy.to_string(),
+            threads,
+            link,
+            time_raw: link.map(|l| model.time_raw(l)),
+            skipped,
+            pays: choice.is_some(),
+            incompressible: heuristic.class == Compressibility::Random
+                || perfs.iter().all(|p| !estimate::saves(*p, keep)),
+            start: choice.map_or(CodecSpec::NONE, |i| rungs[i].spec),
+            rungs,
+            regret,
+        })
+    }
+
+    /// Compress every slice of `sample` with `spec` (as blocks of at most the block size):
+    /// the rung's performance and the bytes compressed.
+    pub fn measure(&mut self, sample: &Sample, spec: CodecSpec) -> Result<(RungPerf, u64)> {
+        let mut acc = Accumulator::default();
+        for (_, slice) in &sample.slices {
+            for block in slice.chunks(self.cfg.block_size.clamp(1, usize::MAX as u64) as usize) {
+                self.compress_block(block, spec, &mut acc)?;
+            }
+        }
+        Ok((acc.perf(), acc.raw))
+    }
+
+    /// Compress all of `src` block by block with `spec` (one thread): what the rung really
+    /// does on the data, for checking a prediction. Memory: one block.
+    pub fn measure_stream(&mut self, src: &mut dyn Read, spec: CodecSpec) -> Result<RungPerf> {
+        let bs = self.cfg.block_size.clamp(1, crate::format::MAX_FRAME_RAW_LEN as u64) as usize;
+        let mut block = vec![0u8; bs];
+        let mut acc = Accumulator::default();
+        loop {
+            let mut n = 0;
+            while n < bs {
+                match src.read(&mut block[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::io("reading the input", e)),
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            self.compress_block(&block[..n], spec, &mut acc)?;
+            if n < bs {
+                break;
+            }
+        }
+        Ok(acc.perf())
+    }
+
+    fn compress_block(
+        &mut self,
+        block: &[u8],
+        spec: CodecSpec,
+        acc: &mut Accumulator,
+    ) -> Result<()> {
+        let cpu0 = cpu_time::ThreadTime::now();
+        let wall0 = Instant::now();
+        let src: &[u8] = if self.cfg.filters.is_empty() {
+            block
+        } else {
+            self.filtered.resize(block.len(), 0);
+            apply_filters(&self.cfg.filters, block, &mut self.filtered, &mut self.scratch)
+                .map_err(Error::Predict)?;
+            &self.filtered
+        };
+        self.out.resize(max_compressed_len(spec.id(), src.len()), 0);
+        let n = self.ctx.compress_into(spec, src, &mut self.out).map_err(Error::Predict)?;
+        let cpu = cpu0.elapsed().as_secs_f64();
+        let wall = wall0.elapsed().as_secs_f64();
+        acc.add(block.len() as u64, n as u64, cpu, wall, self.cfg.keep_threshold);
+        Ok(())
+    }
+}
+
+/// Sums over the blocks of one rung's measurement.
+#[derive(Default)]
+struct Accumulator {
+    raw: u64,
+    stored: u64,
+    cpu: f64,
+    wall: f64,
+}
+
+impl Accumulator {
+    fn add(&mut self, raw: u64, compressed: u64, cpu: f64, wall: f64, keep: f64) {
+        // As the writer does: a block that does not save enough is stored raw.
+        let kept = compressed as f64 <= raw as f64 * keep && compressed < raw;
+        self.raw += raw;
+        self.stored += if kept { compressed } else { raw } + FRAME_HEADER_LEN as u64;
+        self.cpu += cpu;
+        self.wall += wall;
+    }
+
+    fn perf(&self) -> RungPerf {
+        // CPU time: the machine is shared, and the workers' speed is what the sample's thread
+        // would get alone. Wall time where the platform has no thread CPU clock.
+        let secs = if self.cpu > 0.0 { self.cpu } else { self.wall };
+        RungPerf {
+            speed: if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
+            ratio: if self.stored > 0 { self.raw as f64 / self.stored as f64 } else { 1.0 },
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The sampling predictor (issue 6): the heuristic, the decisions, the budget, and the
+//! accuracy of the predicted ratio against a real compression of the whole data.
+
+use adz_core::control::Strategy;
+use adz_core::format::CodecSpec;
+use adz_core::predict::{
+    Compressibility, PredictConfig, Predictor, Sample, SampleConfig, LINK_GRID,
+};
+use adz_datagen::{generate, Kind};
+
+fn spec(s: &str) -> CodecSpec {
+    s.parse().unwrap()
+}
+
+fn predictor(threads: usize, rungs: &[&str]) -> Predictor {
+    let mut cfg = PredictConfig { threads, ..PredictConfig::default() };
+    cfg.rungs = rungs.iter().map(|r| spec(r)).collect();
+    // Speeds are never asserted: a generous time budget keeps every rung measured on a
+    // loaded machine, so that what is asserted (ratios, decisions) does not depend on timing.
+    cfg.time_budget = 1e6;
+    Predictor::new(cfg)
+}
+
+#[test]
+fn random_data_is_incompressible_without_compressing() {
+    let data = generate(Kind::Random, 16 << 20, 1);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = Predictor::new(PredictConfig { threads: 2, ..PredictConfig::default() });
+    for link in [Some(25e6), Some(117e6), None] {
+        let pred = p.predict(&sample, Strategy::Throughput, link).unwrap();
+        assert_eq!(pred.heuristic.class, Compressibility::Random);
+        assert_eq!(pred.compressed_bytes, 0, "nothing compressed");
+        assert!(pred.rungs.is_empty());
+        assert!(!pred.pays);
+        assert_eq!(pred.start, CodecSpec::NONE);
+    }
+}
+
+#[test]
+fn text_is_worth_compressing_on_a_slow_link() {
+    let data = generate(Kind::Text, 16 << 20, 2);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = predictor(2, &["lz4:1", "zstd:1", "zstd:3"]);
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(2.0)] {
+        let pred = p.predict(&sample, strategy, Some(25e6)).unwrap();
+        assert_eq!(pred.heuristic.class, Compressibility::Unknown);
+        assert!(pred.pays, "{strategy}: {pred:?}");
+        assert_ne!(pred.start, CodecSpec::NONE);
+        let best = pred.estimate(pred.start).unwrap();
+        assert!(best.ratio > 2.0, "{best:?}");
+        assert!(best.speedup.unwrap() > 1.5, "{best:?}");
+        assert!(pred.time_raw.unwrap() > best.time.unwrap());
+        // max(compression, transfer) plus one block: at most all of the transfer (if
+        // compression-bound) or one thread's time for all of it (2 threads: 2 c).
+        let (c, t) = (best.compress_time, best.transfer_time.unwrap());
+        let time = best.time.unwrap();
+        assert!(time >= c.max(t) && time <= c.max(t) + t.max(2.0 * c), "{best:?}");
+    }
+    // Link unknown: the minimax-regret start over the grid of plausible links, raw or a
+    // measured rung, with its worst regret reported.
+    let pred = p.predict(&sample, Strategy::Throughput, None).unwrap();
+    assert!(pred.start == CodecSpec::NONE || pred.estimate(pred.start).is_some());
+    assert!(pred.regret.unwrap().is_finite() && pred.regret.unwrap() >= 0.0, "{pred:?}");
+    assert!(pred.time_raw.is_none() && pred.rungs.iter().all(|r| r.time.is_none()));
+    // Many cores make compression fast enough for the fastest links: then it compresses.
+    let mut many = predictor(4096, &["lz4:1", "zstd:1", "zstd:3"]);
+    let pred = many.predict(&sample, Strategy::Throughput, None).unwrap();
+    assert_ne!(pred.start, CodecSpec::NONE, "{pred:?}");
+}
+
+#[test]
+fn decision_flips_to_raw_as_the_link_passes_the_compression_speed() {
+    let data = generate(Kind::Text, 8 << 20, 3);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = predictor(1, &["lz4:1"]);
+    let pred = p.predict(&sample, Strategy::Throughput, None).unwrap();
+    let lz4 = pred.rungs[0].clone();
+    // With one thread at speed s and ratio f: compression pays up to a link of about s
+    // (beyond, the compressors are slower than sending raw).
+    let slow = lz4.speed / 4.0;
+    let fast = lz4.speed * 4.0;
+    let at_slow = p.predict(&sample, Strategy::Throughput, Some(slow)).unwrap();
+    let at_fast = p.predict(&sample, Strategy::Throughput, Some(fast)).unwrap();
+    assert!(at_slow.pays && at_slow.start == spec("lz4:1"), "{at_slow:?}");
+    assert!(!at_fast.pays && at_fast.start == CodecSpec::NONE, "{at_fast:?}");
+}
+
+#[test]
+fn sampling_is_reproducible_with_a_seed() {
+    let data = generate(Kind::Mixed, 24 << 20, 4);
+    let a = Sample::from_slice(&data, &SampleConfig { seed: 7, ..SampleConfig::default() });
+    let b = Sample::from_slice(&data, &SampleConfig { seed: 7, ..SampleConfig::default() });
+    let c = Sample::from_slice(&data, &SampleConfig { seed: 8, ..SampleConfig::default() });
+    assert_eq!(a, b);
+    assert_ne!(
+        a.slices.iter().map(|s| s.0).collect::<Vec<_>>(),
+        c.slices.iter().map(|s| s.0).collect::<Vec<_>>()
+    );
+    // The same sample predicts the same ratios.
+    let mut p = predictor(2, &["zstd:1"]);
+    let (pa, pb) = (
+        p.predict(&a, Strategy::Throughput, Some(117e6)).unwrap(),
+        p.predict(&b, Strategy::Throughput, Some(117e6)).unwrap(),
+    );
+    assert_eq!(pa.rungs[0].ratio, pb.rungs[0].ratio);
+}
+
+#[test]
+fn the_budget_is_respected() {
+    let one_slice = SampleConfig::default().min_slice as f64;
+    for len in [64 << 10, 1 << 20, 3 << 20, 40 << 20] {
+        let data = generate(Kind::Text, len, 5);
+        let sample = Sample::from_slice(&data, &SampleConfig::default());
+        assert!(
+            sample.bytes() as f64 <= 0.02 * len as f64 + one_slice,
+            "{len}: sampled {}",
+            sample.bytes()
+        );
+        let rungs = ["lz4:1", "zstd:1", "zstd:3"];
+        let mut p = predictor(2, &rungs);
+        let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+        // Every compressed byte is a sample byte, once per rung measured.
+        assert_eq!(pred.compressed_bytes, pred.sampled_bytes * pred.rungs.len() as u64);
+        assert!(pred.compressed_bytes as f64 <= 3.0 * (0.02 * len as f64 + one_slice));
+    }
+    // A tiny time budget: the three cheapest rungs are measured, cheapest first, on a sample
+    // cut to the shortest slices; the costlier ones are skipped.
+    let data = generate(Kind::Text, 40 << 20, 6);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut cfg = PredictConfig { threads: 2, time_budget: 1e-9, ..PredictConfig::default() };
+    cfg.rungs = ["zstd:3", "lz4:1", "xz:6", "zstd:12", "zstd:1"].map(spec).to_vec();
+    let pred = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+    let measured: Vec<CodecSpec> = pred.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:1", "zstd:1", "zstd:3"].map(spec), "cheapest first");
+    assert_eq!(pred.skipped, [spec("zstd:12"), spec("xz:6")]);
+    assert_eq!(pred.sampled_bytes, 3 * 4096, "the sample was cut");
+    assert_eq!(pred.compressed_bytes, 3 * pred.sampled_bytes);
+}
+
+/// The predicted ratio against the ratio of compressing the whole data block by block, on
+/// datagen's kinds, with the default sample (3 slices, 2 % budget). Tolerance: 7 % (Papio's
+/// 3-7 %). The mixed kind (4 MiB segments of five kinds in turn) needs a slice per stretch
+/// of one kind: 3 slices that miss or hit its random segments are off by -40..+360 %
+/// (printed, not asserted); 32 slices are asserted within 7 %. The table is in
+/// docs/benchmarks/2026-11-23-predict/README.md.
+#[test]
+fn predicted_ratio_is_close_to_the_real_one() {
+    let rungs = ["lz4:1", "zstd:1", "zstd:3"];
+    let mut worst = 0.0f64;
+    for kind in [Kind::Text, Kind::Doubles, Kind::Sparse, Kind::Random, Kind::Mixed] {
+        let data = generate(kind, 32 << 20, 11);
+        let mut configs = vec![("3 slices", SampleConfig::default(), true)];
+        if kind == Kind::Mixed {
+            configs[0].2 = false;
+            configs.push((
+                "32 slices",
+                SampleConfig { slices: 32, ..SampleConfig::default() },
+                true,
+            ));
+        }
+        for (name, cfg, asserted) in configs {
+            let sample = Sample::from_slice(&data, &cfg);
+            let mut p = predictor(2, &rungs);
+            let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+            if kind == Kind::Sparse {
+                // Obviously redundant: only the two fastest rungs are measured.
+                assert_eq!(pred.skipped, [spec("zstd:3")]);
+            }
+            for r in rungs.iter().filter(|r| !pred.skipped.contains(&spec(r))) {
+                let real = p.measure_stream(&mut &data[..], spec(r)).unwrap().ratio;
+                let predicted = pred.estimate(spec(r)).map_or(1.0, |e| e.ratio);
+                let err = predicted / real - 1.0;
+                eprintln!(
+                    "| {kind} | {name} | {r} | {predicted:.3} | {real:.3} | {:+.2} % |",
+                    err * 100.0
+                );
+                if asserted {
+                    assert!(
+                        err.abs() <= 0.07,
+                        "{kind} {name} {r}: predicted {predicted} real {real}"
+                    );
+                    worst = worst.max(err.abs());
+                }
+            }
+        }
+    }
+    eprintln!("worst asserted error: {:.2} %", worst * 100.0);
+    assert!(LINK_GRID.windows(2).all(|w| w[0] < w[1]));
+}
+
+// The writer's use of the predictor: it holds its first blocks, predicts, starts the
+// controller there, and loses nothing on the way.
+
+mod writer {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use adz_core::control::{Link, Strategy};
+    use adz_core::format::CodecSpec;
+    use adz_core::predict::{Sample, SampleConfig};
+    use adz_core::store::{MemoryStorage, Storage};
+    use adz_core::{decode_stream, FileInfo, Predict, WriteOptions, Writer};
+    use adz_datagen::{generate, Kind};
+
+    fn opts(strategy: Strategy, link: Link) -> WriteOptions {
+        WriteOptions { strategy, link, threads: 2, block_size: 64 << 10, ..WriteOptions::default() }
+    }
+
+    fn read_back(store: &MemoryStorage, name: &str) -> Vec<u8> {
+        let file = store.get(name).unwrap();
+        let mut out = Vec::new();
+        decode_stream(&file[..], &mut out, |_| {}).unwrap();
+        out
+    }
+
+    fn first_frame_config(store: &MemoryStorage, name: &str) -> String {
+        let file = store.get(name).unwrap();
+        let info = FileInfo::read_seekable(std::io::Cursor::new(&file[..]), true).unwrap();
+        info.frame_list.unwrap()[0].config.clone()
+    }
+
+    #[test]
+    fn the_writer_starts_where_the_prediction_says() {
+        // Random data on a slow link: the start is raw, so the first frame is not even tried.
+        let random = generate(Kind::Random, 4 << 20, 21);
+        let text = generate(Kind::Text, 4 << 20, 22);
+        for (data, want_raw) in [(&random, true), (&text, false)] {
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Throughput, Link::Fixed(25e6)))
+                    .unwrap();
+            w.write(data).unwrap();
+            let s = w.finish().unwrap();
+            assert_eq!(&read_back(&store, "f.adz"), data);
+            let start = s.predict_start.clone().expect("predicted");
+            let first = first_frame_config(&store, "f.adz");
+            if want_raw {
+                assert_eq!(start, "none");
+                assert_eq!(s.predict_bytes, 0, "random data: nothing compressed to predict");
+                assert!(first.starts_with("none"), "first frame {first}");
+            } else {
+                assert_ne!(start, "none");
+                assert!(s.predict_bytes > 0);
+                assert!(first.starts_with(&start), "first frame {first}, predicted {start}");
+            }
+        }
+    }
+
+    /// A new kind of data (a new entropy class) gets its own prediction when its first block
+    /// comes: text after a random stretch starts compressed, and the random stretch was not
+    /// even tried.
+    #[test]
+    fn a_new_kind_of_data_is_predicted_when_it_comes() {
+        let mut data = generate(Kind::Random, 2 << 20, 27);
+        let text_at = data.len();
+        data.extend(generate(Kind::Text, 2 << 20, 28));
+        let store = MemoryStorage::new();
+        let o = WriteOptions {
+            size_hint: Some(data.len() as u64),
+            ..opts(Strategy::Throughput, Link::Fixed(25e6))
+        };
+        let mut w = Writer::create(&store, "f.adz", o).unwrap();
+        w.write(&data).unwrap();
+        let s = w.finish().unwrap();
+        assert_eq!(read_back(&store, "f.adz"), data);
+        assert_eq!(s.predict_start.as_deref(), Some("none"));
+        // The random start compressed nothing; the text's own prediction did.
+        assert!(s.predict_bytes > 0, "{s:?}");
+        let file = store.get("f.adz").unwrap();
+        let frames = FileInfo::read_seekable(std::io::Cursor::new(&file[..]), true)
+            .unwrap()
+            .frame_list
+            .unwrap();
+        assert!(frames[0].config.starts_with("none"), "{}", frames[0].config);
+        let first_text = frames.iter().find(|f| f.raw_offset >= text_at as u64).unwrap();
+        assert!(!first_text.config.contains("raw"), "first text frame {}", first_text.config);
+    }
+
+    #[test]
+    fn no_prediction_when_off_or_static() {
+        let data = generate(Kind::Text, 1 << 20, 23);
+        for (strategy, predict) in [
+            (Strategy::Throughput, Predict::Off),
+            (Strategy::Static("zstd:3".parse().unwrap()), Predict::Auto),
+            (Strategy::Archive, Predict::Auto),
+        ] {
+            let store = MemoryStorage::new();
+            let o = WriteOptions { predict, ..opts(strategy, Link::Fixed(117e6)) };
+            let mut w = Writer::create(&store, "f.adz", o).unwrap();
+            w.write(&data).unwrap();
+            assert!(w.prediction().is_none());
+            let s = w.finish().unwrap();
+            assert_eq!((s.predict_start, s.predict_bytes), (None, 0), "{strategy}");
+            assert_eq!(read_back(&store, "f.adz"), data);
+        }
+    }
+
+    #[test]
+    fn a_sample_of_the_whole_input_can_be_given() {
+        let data = generate(Kind::Text, 8 << 20, 24);
+        let store = MemoryStorage::new();
+        let o = WriteOptions {
+            size_hint: Some(data.len() as u64),
+            ..opts(Strategy::KeepPace, Link::Fixed(50e6))
+        };
+        let mut w = Writer::create(&store, "f.adz", o).unwrap();
+        let sample = Sample::from_slice(&data, &SampleConfig::default());
+        let p = w.predict_from(&sample).expect("predicts").clone();
+        assert!(p.sampled_bytes > 0 && p.sampled_bytes <= sample.bytes());
+        assert_eq!(p.data_bytes, data.len() as u64);
+        // Once predicted, a second sample changes nothing.
+        assert!(w.predict_from(&sample).is_some_and(|q| *q == p));
+        w.write(&data).unwrap();
+        let s = w.finish().unwrap();
+        assert_eq!(s.predict_start, Some(p.start.to_string()));
+        assert_ne!(p.start, CodecSpec::NONE);
+        assert_eq!(read_back(&store, "f.adz"), data);
+    }
+
+    /// A caller that waits for an asynchronous write before writing more must not wait for
+    /// blocks the writer holds to predict.
+    #[test]
+    fn an_async_write_is_not_held_back() {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Throughput, Link::Auto)).unwrap();
+            // Less than the blocks held before predicting, then a wait.
+            let a = generate(Kind::Text, 3 * (64 << 10) + 100, 25);
+            let back = w.write_async(a.clone()).unwrap().wait().unwrap();
+            assert_eq!(back, a);
+            w.write(b"tail").unwrap();
+            let s = w.finish().unwrap();
+            assert!(s.predict_start.is_some());
+            let mut want = a;
+            want.extend_from_slice(b"tail");
+            assert_eq!(read_back(&store, "f.adz"), want);
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(60)).expect("deadlock: an async write was held");
+    }
+
+    #[test]
+    fn short_writes_and_every_length_round_trip() {
+        for len in [0usize, 1, 1000, 64 << 10, (64 << 10) + 1, 5 * (64 << 10) - 7, 40 << 16] {
+            let data = generate(Kind::Mixed, len, 26);
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Prolong(1.5), Link::Auto)).unwrap();
+            for chunk in data.chunks(50_000) {
+                w.write(chunk).unwrap();
+            }
+            let s = w.finish().unwrap();
+            assert_eq!(s.raw_bytes, len as u64);
+            assert_eq!(read_back(&store, "f.adz"), data, "{len}");
+            assert_eq!(s.predict_start.is_some(), len > 0, "{len}");
+        }
+    }
+}

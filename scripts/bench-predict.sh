@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Predicted vs real ratio and write time, and the gain of the predicted start (issue 6).
+# Run on a quiet machine; writes results under docs/benchmarks/<date>-predict-timing/.
+#
+#   scripts/bench-predict.sh [SIZE_MiB] [THREADS]
+#
+# For each datagen kind and each link (1GbE, 10GbE, ib-fdr4):
+#  1. adz predict --check --json: predicted and real ratio, speed and write time per rung;
+#  2. adz compress -s throughput|keep-pace through a throttled link with --predict auto and
+#     --predict off, and with a fixed start (the thesis' zstd:1 / lz4:1 via -s static for
+#     reference): total write time and the trace (blocks until the controller settles).
+set -euo pipefail
+SIZE_MIB=${1:-512}
+THREADS=${2:-$(nproc)}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT="$ROOT/docs/benchmarks/$(date -u +%Y-%m-%d)-predict-timing"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$OUT"
+cargo build --release -p adz-cli -p adz-datagen --manifest-path "$ROOT/Cargo.toml"
+ADZ="$ROOT/target/release/adz"
+GEN="$ROOT/target/release/adz-datagen"
+{
+  echo "# adz $(git -C "$ROOT" rev-parse --short HEAD), $(uname -srm), $(nproc) cores, THREADS=$THREADS, ${SIZE_MIB} MiB"
+  for kind in text doubles sparse random mixed; do
+    "$GEN" "$kind" $((SIZE_MIB << 20)) 1 > "$WORK/$kind.bin"
+    for link in 1GbE 10GbE ib-fdr4; do
+      echo "## $kind $link: prediction and check"
+      "$ADZ" predict "$WORK/$kind.bin" --link "$link" -T "$THREADS" --check --json \
+        > "$OUT/predict-$kind-$link.json"
+      "$ADZ" predict "$WORK/$kind.bin" --link "$link" -T "$THREADS" --check
+      for strategy in throughput keep-pace; do
+        for predict in auto off; do
+          echo "## $kind $link $strategy --predict $predict"
+          "$ADZ" compress -f -s "$strategy" --link auto --throttle "$link" -T "$THREADS" \
+            --predict "$predict" --trace "$OUT/trace-$kind-$link-$strategy-$predict.jsonl" \
+            "$WORK/$kind.bin" "$WORK/out.adz"
+        done
+      done
+      for fixed in zstd:1 lz4:1; do
+        echo "## $kind $link static=$fixed"
+        "$ADZ" compress -f -s "static=$fixed" --throttle "$link" -T "$THREADS" \
+          "$WORK/$kind.bin" "$WORK/out.adz"
+      done
+    done
+  done
+} 2>&1 | tee "$OUT/log.txt"
+echo "results in $OUT"
