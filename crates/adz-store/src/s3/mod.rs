@@ -699,20 +699,56 @@ fn remote_error(op: &'static str, name: &str, err: object_store::Error) -> Error
             }
         }
         object_store::Error::Unauthenticated { .. } => RemoteKind::Unauthenticated,
-        object_store::Error::PermissionDenied { .. } => {
-            if ["InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"]
-                .iter()
-                .any(|code| text.contains(code))
-            {
-                RemoteKind::Unauthenticated
-            } else {
-                RemoteKind::PermissionDenied
-            }
+        object_store::Error::PermissionDenied { .. } if credentials_rejected(&text) => {
+            RemoteKind::Unauthenticated
         }
-        _ => classify(&err, &text),
+        object_store::Error::PermissionDenied { .. } => RemoteKind::PermissionDenied,
+        _ => match classify(&err, &text) {
+            RemoteKind::Other => match http_status(&text) {
+                Some(401) => RemoteKind::Unauthenticated,
+                Some(403) if credentials_rejected(&text) => RemoteKind::Unauthenticated,
+                Some(403) => RemoteKind::PermissionDenied,
+                _ => RemoteKind::Other,
+            },
+            kind => kind,
+        },
     };
-    Error::Remote { kind, op, name: name.to_owned(), source: Box::new(err) }
+    Error::Remote { kind, op, name: name.to_owned(), source: Box::new(ClientError::new(&err)) }
 }
+
+/// The client's error as one line: object_store's messages already include their sources
+/// (which would print twice in an error chain), and S3 error bodies are multi-line XML.
+#[derive(Debug)]
+struct ClientError(String);
+
+impl ClientError {
+    fn new(err: &object_store::Error) -> ClientError {
+        let text = err.to_string();
+        let tag = |name: &str| {
+            let open = format!("<{name}>");
+            let start = text.find(&open)? + open.len();
+            let len = text[start..].find(&format!("</{name}>"))?;
+            Some(text[start..start + len].to_owned())
+        };
+        let one_line = match (http_status(&text), tag("Code")) {
+            // An S3 error document: its status, code and message say it all.
+            (Some(status), Some(code)) => {
+                let message = tag("Message").map(|m| format!(": {m}")).unwrap_or_default();
+                format!("HTTP {status} {code}{message}")
+            }
+            _ => text,
+        };
+        ClientError(one_line.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ClientError {}
 
 /// The kind of an error without a specific object_store variant: a transport error's kind,
 /// or the HTTP status and S3 error code of the answer.
@@ -744,6 +780,13 @@ fn classify(err: &(dyn std::error::Error + 'static), text: &str) -> RemoteKind {
         Some(500..=599) => RemoteKind::ServerError,
         _ => RemoteKind::Other,
     }
+}
+
+/// Whether an S3 error says the credentials themselves are wrong (not merely insufficient).
+fn credentials_rejected(text: &str) -> bool {
+    ["InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"]
+        .iter()
+        .any(|code| text.contains(code))
 }
 
 fn http_status(text: &str) -> Option<u16> {
