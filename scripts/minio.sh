@@ -6,6 +6,8 @@
 #                                     directory, create the test bucket, and write
 #                                     STATE_DIR/env (source it: endpoint, keys, bucket)
 #   scripts/minio.sh stop STATE_DIR   stop that server and remove its data
+#   scripts/minio.sh kill STATE_DIR   kill it as a crash would (SIGKILL), keeping its data
+#   scripts/minio.sh restart STATE_DIR  start it again on the same port and data
 #
 # Nothing listens beyond 127.0.0.1. Every wait is bounded.
 set -euo pipefail
@@ -33,6 +35,29 @@ install() {
     [[ -x "$MINIO" ]] || { log "go install finished but $MINIO is missing"; exit 1; }
 }
 
+# Starts MinIO with the port, console port and data dir recorded in STATE_DIR and waits until it
+# answers (up to 60 s); fails if it does not.
+launch() {
+    local state="$1" port console data
+    port="$(cat "$state/port")"
+    console="$(cat "$state/console")"
+    data="$(cat "$state/data")"
+    MINIO_ROOT_USER="$ACCESS_KEY" MINIO_ROOT_PASSWORD="$SECRET_KEY" \
+        MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CI_CD=1 \
+        "$MINIO" server --quiet --address "127.0.0.1:$port" \
+        --console-address "127.0.0.1:$console" "$data" >>"$state/minio.log" 2>&1 &
+    echo $! >"$state/pid"
+    local i
+    for i in $(seq 1 120); do
+        if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/minio/health/live" 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "$(cat "$state/pid")" 2>/dev/null || return 1
+        sleep 0.5
+    done
+    return 1
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
@@ -48,23 +73,12 @@ start() {
     for _ in 1 2 3; do
         port="$(free_port)"
         console="$(free_port)"
-        MINIO_ROOT_USER="$ACCESS_KEY" MINIO_ROOT_PASSWORD="$SECRET_KEY" \
-            MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CI_CD=1 \
-            "$MINIO" server --quiet --address "127.0.0.1:$port" \
-            --console-address "127.0.0.1:$console" "$data" >"$state/minio.log" 2>&1 &
-        echo $! >"$state/pid"
+        echo "$port" >"$state/port"
+        echo "$console" >"$state/console"
         echo "$data" >"$state/data"
-        local i
-        for i in $(seq 1 120); do # up to 60 s
-            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/minio/health/live" 2>/dev/null; then
-                endpoint="http://127.0.0.1:$port"
-                break
-            fi
-            if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
-                break
-            fi
-            sleep 0.5
-        done
+        if launch "$state"; then
+            endpoint="http://127.0.0.1:$port"
+        fi
         [[ -n "$endpoint" ]] && break
         log "MinIO did not come up on port $port; log:"
         tail -5 "$state/minio.log" >&2 || true
@@ -96,6 +110,25 @@ EOF
     log "MinIO at $endpoint (pid $(cat "$state/pid")), bucket $BUCKET; env in $state/env"
 }
 
+crash() {
+    local state="$1"
+    if [[ -f "$state/pid" ]]; then
+        kill -9 "$(cat "$state/pid")" 2>/dev/null || true
+        local i
+        for i in $(seq 1 40); do
+            kill -0 "$(cat "$state/pid")" 2>/dev/null || break
+            sleep 0.25
+        done
+    fi
+}
+
+restart() {
+    local state="$1"
+    crash "$state"
+    launch "$state" || { log "MinIO did not come back; log:"; tail -5 "$state/minio.log" >&2; exit 1; }
+    log "MinIO restarted at http://127.0.0.1:$(cat "$state/port") (pid $(cat "$state/pid"))"
+}
+
 stop() {
     local state="$1"
     if [[ -f "$state/pid" ]]; then
@@ -123,8 +156,10 @@ case "${1:-}" in
 install) install ;;
 start) start "${2:?usage: minio.sh start STATE_DIR}" ;;
 stop) stop "${2:?usage: minio.sh stop STATE_DIR}" ;;
+kill) crash "${2:?usage: minio.sh kill STATE_DIR}" ;;
+restart) restart "${2:?usage: minio.sh restart STATE_DIR}" ;;
 *)
-    echo "usage: scripts/minio.sh install | start STATE_DIR | stop STATE_DIR" >&2
+    echo "usage: scripts/minio.sh install | start|stop|kill|restart STATE_DIR" >&2
     exit 2
     ;;
 esac

@@ -203,3 +203,132 @@ fn retrying_rides_out_transient_failures() {
         other => panic!("expected RetriesExhausted, got {other:?}"),
     }
 }
+
+/// A MinIO of this test's own (`scripts/minio.sh`), stopped when dropped.
+struct OwnServer {
+    state: tempfile::TempDir,
+}
+
+impl OwnServer {
+    fn script() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/minio.sh")
+    }
+
+    fn run(&self, cmd: &str) {
+        let status = std::process::Command::new(Self::script())
+            .args([cmd, self.state.path().to_str().unwrap()])
+            .status()
+            .expect("run scripts/minio.sh");
+        assert!(status.success(), "minio.sh {cmd} failed");
+    }
+
+    fn start() -> OwnServer {
+        let server = OwnServer { state: tempfile::tempdir().unwrap() };
+        server.run("start");
+        server
+    }
+
+    fn endpoint(&self) -> String {
+        let env = std::fs::read_to_string(self.state.path().join("env")).unwrap();
+        let line = env.lines().find(|l| l.starts_with("export AWS_ENDPOINT_URL=")).unwrap();
+        line.split_once('=').unwrap().1.to_owned()
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(Self::script())
+            .args(["stop", self.state.path().to_str().unwrap()])
+            .status();
+    }
+}
+
+#[test]
+fn server_killed_mid_upload_then_restarted() {
+    // Needs the MinIO binary; `make s3-test` has it. The shared server is not touched.
+    let (config, bucket) = server_or_skip!();
+    let server = OwnServer::start();
+    let config = config
+        .endpoint(server.endpoint())
+        .part_size(MIN_PART)
+        .streams(2)
+        .retry(RetryPolicy::new(3, Duration::from_millis(100)))
+        .timeouts(Duration::from_secs(10), Duration::from_secs(2));
+    let store = S3Storage::new(&bucket, config).unwrap().retrying();
+    let name = "adz-s3-tests/killed-server/object";
+    let data = pattern(6 * MIN_PART as usize, 11);
+
+    let mut upload = store.create(name).unwrap();
+    upload.append(&data[..2 * MIN_PART as usize]).unwrap();
+    server.run("kill");
+    let started = std::time::Instant::now();
+    // The failure shows on a later append (a part waiting for room) or at the latest on commit.
+    let failed =
+        upload.append(&data[2 * MIN_PART as usize..]).and_then(|()| upload.commit().map(drop));
+    let err = failed.expect_err("a write to a dead server must fail");
+    assert!(started.elapsed() < Duration::from_secs(30), "bounded: {:?}", started.elapsed());
+    let chain = {
+        let mut s = err.to_string();
+        let mut e: &dyn std::error::Error = &err;
+        while let Some(src) = e.source() {
+            s += &format!(": {src}");
+            e = src;
+        }
+        s
+    };
+    assert!(chain.contains("cannot connect") || chain.contains("connection"), "{chain}");
+
+    server.run("restart");
+    assert_not_found(store.size(name));
+    assert!(store.list("adz-s3-tests/killed-server/").unwrap().is_empty());
+    // Writing again succeeds.
+    let mut upload = store.create(name).unwrap();
+    upload.append(&data).unwrap();
+    upload.commit().unwrap();
+    assert!(store.get(name).unwrap() == data);
+}
+
+#[test]
+fn eight_writers_then_eight_readers_of_random_ranges() {
+    let (config, bucket) = server_or_skip!();
+    let store = S3Storage::new(&bucket, config.part_size(MIN_PART).streams(2)).unwrap().retrying();
+    let objects: Vec<(String, Vec<u8>)> = (0..8u64)
+        .map(|i| {
+            (
+                format!("adz-s3-tests/scale/obj-{i}"),
+                pattern(MIN_PART as usize + 77_777 * i as usize, 20 + i),
+            )
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for (name, data) in &objects {
+            let store = &store;
+            s.spawn(move || {
+                let mut upload = store.create(name).unwrap();
+                for chunk in data.chunks(1 << 20) {
+                    upload.append(chunk).unwrap();
+                }
+                upload.commit().unwrap();
+            });
+        }
+    });
+    std::thread::scope(|s| {
+        for reader in 0..8u64 {
+            let (store, objects) = (&store, &objects);
+            s.spawn(move || {
+                let rand = pattern(8 * 32, 100 + reader);
+                for (k, chunk) in rand.chunks(8).enumerate() {
+                    let x = u64::from_le_bytes(chunk.try_into().unwrap());
+                    let (name, data) = &objects[k % objects.len()];
+                    let start = x % data.len() as u64;
+                    let end = (start + 1 + (x >> 40) % 300_000).min(data.len() as u64);
+                    let got = store.get_range(name, start..end).unwrap();
+                    assert!(got == data[start as usize..end as usize], "{name} {start}..{end}");
+                }
+            });
+        }
+    });
+    for (name, _) in &objects {
+        store.delete(name).unwrap();
+    }
+}
