@@ -159,7 +159,17 @@ impl RemoteInput {
     /// Opens `s3://bucket/key` for reading (one HEAD request for its size).
     pub fn open(url: &str, bucket: &str, key: &str) -> Result<RemoteInput> {
         let b = open_bucket(bucket)?;
-        let len = b.store.size(key).with_context(|| format!("cannot read {url}"))?;
+        let len = match b.store.size(key) {
+            Ok(len) => len,
+            // A HEAD answers 404 without saying whether the bucket exists; a list does.
+            Err(e @ StoreError::NotFound { .. }) => match b.store.list(key) {
+                Err(bucket_err @ StoreError::Remote { .. }) => {
+                    return Err(bucket_err).with_context(|| format!("cannot read {url}"))
+                }
+                _ => return Err(e).with_context(|| format!("cannot read {url}")),
+            },
+            Err(e) => return Err(e).with_context(|| format!("cannot read {url}")),
+        };
         Ok(RemoteInput { url: url.to_owned(), store: b.store, key: key.to_owned(), len })
     }
 

@@ -168,6 +168,10 @@ fn bad_credentials_bucket_and_endpoint_fail_with_one_clear_line() {
 
     let e = fail(&run(&["compress", "-q", input, "s3://adz-no-such-bucket/x.adz"]));
     assert!(e.contains("bucket does not exist"), "{e}");
+    let e = fail(&run(&["decompress", "-q", "s3://adz-no-such-bucket/x.adz", "-"]));
+    assert!(e.contains("bucket does not exist"), "{e}");
+    let e = fail(&run(&["inspect", &url]));
+    assert!(e.contains("not found"), "{e}");
 
     let start = Instant::now();
     let e = fail(&run(&["--s3-endpoint", "http://127.0.0.1:1", "inspect", &url]));
@@ -184,4 +188,75 @@ fn bad_credentials_bucket_and_endpoint_fail_with_one_clear_line() {
     // A URL that is not an object is refused before any request.
     let e = fail(&run(&["inspect", &format!("s3://{bucket}")]));
     assert!(e.contains("no object"), "{e}");
+}
+
+#[test]
+fn eight_writer_processes_then_eight_reader_processes() {
+    let bucket = bucket_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let p = prefix(&bucket, "scale");
+    let inputs: Vec<(std::path::PathBuf, Vec<u8>)> = (0..8u64)
+        .map(|i| {
+            let mut data = generate(Kind::Random, 3 << 20, i);
+            data.extend(generate(Kind::Text, (3 << 20) + 4097 * i as usize, i));
+            let path = dir.path().join(format!("in-{i}"));
+            std::fs::write(&path, &data).unwrap();
+            (path, data)
+        })
+        .collect();
+    let url = |i: usize| format!("{p}obj-{i}.adz");
+    let writers: Vec<_> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (path, _))| {
+            adz()
+                .args(["compress", "-q", "-T", "1", "--part-size", "5M"])
+                .arg(path)
+                .arg(url(i))
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for w in writers {
+        ok(&w.wait_with_output().unwrap());
+    }
+    // Each reader process reads another writer's object.
+    let readers: Vec<_> = (0..8)
+        .map(|i| {
+            adz()
+                .args(["decompress", "-q", &url((i + 3) % 8), "-"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, r) in readers.into_iter().enumerate() {
+        let out = r.wait_with_output().unwrap();
+        ok(&out);
+        assert!(out.stdout == inputs[(i + 3) % 8].1, "object {} read back wrong", (i + 3) % 8);
+    }
+    let listing = ok(&run(&["ls", "--json", &p]));
+    assert_eq!(listing.lines().count(), 8, "{listing}");
+}
+
+#[test]
+fn decompress_to_s3() {
+    let bucket = bucket_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(Kind::Text, 2 << 20, 5);
+    let input = dir.path().join("t.bin");
+    std::fs::write(&input, &data).unwrap();
+    let p = prefix(&bucket, "decompress-to");
+    let (packed, unpacked) = (format!("{p}t.adz"), format!("{p}t.bin"));
+    ok(&run(&["compress", "-q", input.to_str().unwrap(), &packed]));
+    ok(&run(&["decompress", "-q", &packed, &unpacked]));
+    let o = run(&["compress", "-q", "-c", "none", &unpacked, "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The raw object read back through adz: compress it to stdout and decompress locally.
+    let back = dir.path().join("back.adz");
+    std::fs::write(&back, &o.stdout).unwrap();
+    let o = run(&["decompress", "-q", back.to_str().unwrap(), "-"]);
+    assert!(o.stdout == data);
 }
