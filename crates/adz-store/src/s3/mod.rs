@@ -211,6 +211,24 @@ struct Shared {
     config: S3Config,
 }
 
+impl Shared {
+    /// Runs `f` on the runtime, blocking this thread. Called from inside some other tokio
+    /// runtime (a caller's async code, or a drop there), where blocking is not allowed, it
+    /// blocks a helper thread instead of panicking.
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(f);
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| self.runtime.block_on(f)).join().expect("the S3 request thread panicked")
+        })
+    }
+}
+
 /// One bucket of an S3-compatible object store. See the [module docs](self).
 pub struct S3Storage {
     shared: Arc<Shared>,
@@ -325,8 +343,12 @@ impl S3Storage {
         }))
     }
 
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.shared.runtime.block_on(f)
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        self.shared.block_on(f)
     }
 
     fn head(&self, name: &str) -> Result<u64> {
@@ -522,7 +544,7 @@ impl S3Upload {
     /// Waits for the oldest part in flight.
     fn wait_oldest(&mut self) -> Result<()> {
         let Some(handle) = self.in_flight.pop_front() else { return Ok(()) };
-        match self.shared.runtime.block_on(handle) {
+        match self.shared.block_on(handle) {
             Ok(Ok(part)) => {
                 self.done.push(part);
                 Ok(())
@@ -536,7 +558,7 @@ impl S3Upload {
     fn send_part(&mut self, data: Vec<u8>) -> Result<()> {
         if self.multipart.is_none() {
             let (client, p, name) = (&self.shared.client, &self.path, &self.name);
-            let rt = &self.shared.runtime;
+            let rt = &self.shared;
             let id = self.shared.config.retry.run("start upload", name, || {
                 rt.block_on(client.create_multipart(p))
                     .map_err(|e| remote_error("start upload", name, e))
@@ -576,7 +598,7 @@ impl S3Upload {
         }
         let Some(id) = self.multipart.take() else { return Ok(()) };
         let (client, p, name) = (&self.shared.client, &self.path, &self.name);
-        let rt = &self.shared.runtime;
+        let rt = &self.shared;
         self.shared.config.retry.run("abort upload", name, || {
             rt.block_on(client.abort_multipart(p, &id))
                 .map_err(|e| remote_error("abort upload", name, e))
@@ -595,7 +617,7 @@ impl S3Upload {
             // Smaller than one part: one PUT, atomic like a completed multipart upload.
             let payload = PutPayload::from(std::mem::take(&mut self.buf));
             let (client, p, name) = (&self.shared.client, &self.path, &self.name);
-            let rt = &self.shared.runtime;
+            let rt = &self.shared;
             self.shared.config.retry.run("put", name, || {
                 rt.block_on(client.put(p, payload.clone()))
                     .map_err(|e| remote_error("put", name, e))
@@ -612,7 +634,7 @@ impl S3Upload {
         let id = self.multipart.clone().expect("checked above");
         let parts = std::mem::take(&mut self.done);
         let (client, p) = (&self.shared.client, &self.path);
-        let result = self.shared.runtime.block_on(client.complete_multipart(p, &id, parts));
+        let result = self.shared.block_on(client.complete_multipart(p, &id, parts));
         match result {
             Ok(_) => {
                 self.multipart = None;
@@ -839,6 +861,28 @@ mod tests {
         assert!(msg.contains("--s3-allow-http"), "{msg}");
         assert!(S3Storage::new("bucket", http.clone().allow_http(true)).is_ok());
         assert!(S3Storage::new("Bad_Bucket", http.allow_http(true)).is_err());
+    }
+
+    #[test]
+    fn usable_from_inside_another_runtime() {
+        let config = S3Config::default()
+            .credentials("k", "s")
+            .endpoint("http://127.0.0.1:1")
+            .allow_http(true)
+            .retry(RetryPolicy::none());
+        let store = S3Storage::new("bucket", config).unwrap();
+        let caller = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let _inside = caller.enter();
+        // Errors, not "cannot start a runtime from within a runtime" panics.
+        assert!(matches!(
+            store.size("x"),
+            Err(Error::Remote { kind: RemoteKind::Unreachable, .. })
+        ));
+        let mut upload = store.create_sized("x", None).unwrap();
+        upload.append(b"abc").unwrap();
+        drop(upload);
+        let upload = store.create_sized("x", None).unwrap();
+        assert!(upload.commit().is_err());
     }
 
     #[test]
