@@ -42,8 +42,7 @@ s3-test:
 	trap 'CACHE="$(CACHE)" scripts/minio.sh stop "$$state"; rm -rf "$$state"' EXIT; \
 	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
 	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
-	$(CARGO) test -p adz-store --features s3 --test s3 && \
-	$(CARGO) test -p adz-cli --test s3
+	$(CARGO) test --workspace --test s3
 
 ## make bench: side-by-side figures (not part of make test); see docs/benchmarks/.
 bench: build
