@@ -220,7 +220,12 @@ impl Upload for StdoutUpload {
 
 /// The upload `compress` writes through: a file or object (visible only once committed) or
 /// stdout. `expected` is about how large the output will be, if known (it sizes S3 parts).
-pub fn create_upload(
+pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)> {
+    create_upload_sized(arg, force, None)
+}
+
+/// [`create_upload`] for an output of about `expected` bytes (it sizes S3 parts).
+pub fn create_upload_sized(
     arg: &str,
     force: bool,
     expected: Option<u64>,

@@ -3,6 +3,7 @@
 
 mod io;
 mod progress;
+mod read;
 mod remote;
 
 use std::io::{Read, Write};
@@ -15,9 +16,7 @@ use std::path::PathBuf;
 use adz_core::control::{Hint, Link, Strategy};
 use adz_core::format::{CodecId, CodecSpec, FilterSpec, MAX_FRAME_RAW_LEN};
 use adz_core::store::{LinkSpeed, NullStorage, Throttled};
-use adz_core::{
-    decode_stream, verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer,
-};
+use adz_core::{verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
@@ -73,6 +72,10 @@ enum Command {
     Verify(VerifyArgs),
     /// List the objects under an s3:// prefix: stored size, raw size and ratio of adz files.
     Ls(remote::LsArgs),
+    /// Print a range of an adz file's raw bytes, decoding only the frames it needs.
+    Cat(read::CatArgs),
+    /// Salvage a file whose writer died: keep every complete, intact frame.
+    Recover(read::RecoverArgs),
 }
 
 #[derive(Args)]
@@ -153,6 +156,8 @@ struct DecompressArgs {
     output: Option<String>,
     #[command(flatten)]
     common: CommonOut,
+    #[command(flatten)]
+    read: read::ReadArgs,
 }
 
 #[derive(Args)]
@@ -253,6 +258,8 @@ fn main() -> ExitCode {
         Command::Inspect(a) => inspect(a),
         Command::Verify(a) => verify(a),
         Command::Ls(a) => remote::ls(a),
+        Command::Cat(a) => read::cat(a),
+        Command::Recover(a) => read::recover(a),
     };
     match result {
         Ok(code) => code,
@@ -322,7 +329,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     };
 
     let mut reader = input.reader()?;
-    let (mut upload, out_name) = io::create_upload(&out_arg, a.common.force, input.len())?;
+    let (mut upload, out_name) = io::create_upload_sized(&out_arg, a.common.force, input.len())?;
     if let Some(rate) = a.throttle {
         // The sequencer writes back to back, so the link only needs to absorb sleep jitter;
         // a larger burst would let frames pass free after short idle gaps and make the link
@@ -425,14 +432,10 @@ fn decompress(a: DecompressArgs) -> Result<ExitCode> {
         bail!("input and output are the same file: {out_arg}");
     }
     let started = Instant::now();
-    let reader = input.reader()?;
     let mut output = Output::create(&out_arg, a.common.force)?;
-    let pb = progress::bar(input.len(), a.common.quiet, "decompress");
-    let stats = decode_stream(reader, &mut output, |pos| pb.set_position(pos))
-        .with_context(|| format!("decompressing {}", input.describe()))?;
+    let stats = read::decompress_to(&input, &mut output, &a.read, a.common.quiet)?;
     let out_name = output.describe();
     output.commit()?;
-    pb.finish_and_clear();
     if !a.common.quiet && out_arg != "-" {
         let secs = started.elapsed().as_secs_f64();
         eprintln!(

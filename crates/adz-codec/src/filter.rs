@@ -3,6 +3,7 @@
 
 use adz_format::{FilterId, FilterSpec, Filters};
 
+use crate::delta::{delta_decode, delta_encode, xor_decode, xor_encode};
 use crate::shuffle::{shuffle, unshuffle};
 use crate::{Error, Result};
 
@@ -93,16 +94,22 @@ fn pipeline(
 }
 
 fn apply_one(filter: FilterSpec, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let n = usize::from(filter.param());
     match filter.id() {
-        FilterId::Shuffle => shuffle(usize::from(filter.param()), src, dst),
+        FilterId::Shuffle => shuffle(n, src, dst),
+        FilterId::Delta => delta_encode(n, src, dst)?,
+        FilterId::Xor => xor_encode(n, src, dst)?,
         other => return Err(unsupported(other)),
     }
     Ok(())
 }
 
 fn undo_one(filter: FilterSpec, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let n = usize::from(filter.param());
     match filter.id() {
-        FilterId::Shuffle => unshuffle(usize::from(filter.param()), src, dst),
+        FilterId::Shuffle => unshuffle(n, src, dst),
+        FilterId::Delta => delta_decode(n, src, dst)?,
+        FilterId::Xor => xor_decode(n, src, dst)?,
         other => return Err(unsupported(other)),
     }
     Ok(())
@@ -156,6 +163,21 @@ mod tests {
             let mut back = vec![0; src.len()];
             undo_filters(&f, &dst, &mut back, &mut scratch).unwrap();
             assert_eq!(back, src, "{sizes:?}");
+        }
+    }
+
+    /// Mixed chains of shuffle, delta and xor undo to the input, for lengths with tails.
+    #[test]
+    fn mixed_chains_round_trip() {
+        for list in ["xor:8,shuffle:8", "shuffle:8,xor:8", "delta:4,shuffle:4,xor:1", "delta:1"] {
+            let f: Filters = list.parse().unwrap();
+            for len in [0, 1, 7, 8, 9, 1000, 1003] {
+                let src = data(len);
+                let (mut dst, mut back, mut scratch) = (vec![0; len], vec![0; len], Vec::new());
+                apply_filters(&f, &src, &mut dst, &mut scratch).unwrap();
+                undo_filters(&f, &dst, &mut back, &mut scratch).unwrap();
+                assert_eq!(back, src, "{list} len {len}");
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! a frame names, and undo it, reusing per-thread contexts across blocks.
 //!
 //! The codec table is docs/FORMAT.md "Codec ids" (`none`, `lz4`, `lz4hc`, `zstd`, `xz`), the
-//! filter table "Filter ids" (`shuffle`). Ids and validated parameters ([`CodecSpec`],
+//! filter table "Filter ids" (`shuffle`, `delta`, `xor`). Ids and validated parameters ([`CodecSpec`],
 //! [`Filters`]) come from `adz-format` and are re-exported here.
 //!
 //! ```
@@ -38,12 +38,14 @@
 //! bounded working memory.
 
 mod codecs;
+mod delta;
 mod error;
 mod filter;
 mod shuffle;
 
 pub use adz_format::{CodecId, CodecSpec, FilterId, FilterSpec, Filters};
 
+pub use crate::delta::{delta_decode, delta_encode, xor_decode, xor_encode};
 pub use crate::error::{Error, Result};
 pub use crate::filter::{apply_filters, undo_filters};
 pub use crate::shuffle::{shuffle, unshuffle};

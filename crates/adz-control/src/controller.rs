@@ -528,7 +528,7 @@ impl Controller {
         if ctx.hints.contains(&Hint::NoCompress) {
             return raw(Reason::HintNoCompress);
         }
-        let filters = dtype_filters(ctx.hints);
+        let filters = hint_filters(ctx.hints);
         let strategy = self.effective(ctx.hints);
 
         if let Some(p) = &mut self.probe {
@@ -1179,8 +1179,16 @@ fn target(strategy: Strategy, link: f64, ratio: f64) -> f64 {
     }
 }
 
-/// `shuffle:<size>` for the first `dtype` hint with elements wider than a byte.
-fn dtype_filters(hints: &[Hint]) -> Filters {
+/// The filters of the last `filters=` hint (range hints come after file hints, so a range's
+/// filters win over the file's); else `shuffle:<size>` for the first `dtype` hint with elements
+/// wider than a byte.
+fn hint_filters(hints: &[Hint]) -> Filters {
+    if let Some(f) = hints.iter().rev().find_map(|h| match h {
+        Hint::Filters(f) => Some(*f),
+        _ => None,
+    }) {
+        return f;
+    }
     for h in hints {
         if let Hint::Dtype(d) = h {
             if d.size() > 1 {

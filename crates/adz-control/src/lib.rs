@@ -343,6 +343,7 @@ mod error;
 mod hint;
 mod ladder;
 mod model;
+pub mod mrc;
 pub mod sim;
 mod strategy;
 

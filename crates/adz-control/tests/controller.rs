@@ -496,6 +496,31 @@ fn dtype_hint_enables_shuffle_with_the_element_size() {
 }
 
 #[test]
+fn filters_hint_sets_the_chain_and_wins_over_dtype() {
+    let mut ctl = Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), 4));
+    fn ctx(hints: &[Hint]) -> BlockContext<'_> {
+        BlockContext { raw_offset: 0, raw_len: 1 << 20, hints, class: 0 }
+    }
+    let chain: Filters = "xor:8,shuffle:8".parse().unwrap();
+    let got = ctl.next_block(&ctx(&[Hint::Filters(chain)]));
+    assert_eq!(got.filters, chain);
+    // A dtype hint (the file's) and a filters hint (the range's): the filters hint decides.
+    let got = ctl.next_block(&ctx(&[Hint::Dtype(Dtype::F32), Hint::Filters(chain)]));
+    assert_eq!(got.filters, chain);
+    // The file's filters, then a range's: the range's (the later one) decides.
+    let delta: Filters = "delta:4".parse().unwrap();
+    let got = ctl.next_block(&ctx(&[Hint::Filters(chain), Hint::Filters(delta)]));
+    assert_eq!(got.filters, delta);
+    // `filters=none` for a range turns a file-wide chain off there.
+    let got = ctl.next_block(&ctx(&[Hint::Filters(chain), Hint::Filters(Filters::NONE)]));
+    assert_eq!(got.filters, Filters::NONE);
+    // reads-per-write says nothing about a block's filters or codec.
+    let got = ctl.next_block(&ctx(&[Hint::ReadsPerWrite(10.0)]));
+    assert_eq!(got.filters, Filters::NONE);
+    assert_ne!(got.codec, CodecSpec::NONE);
+}
+
+#[test]
 fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
     let threads = 8;
     let data = text();

@@ -39,6 +39,16 @@ pub enum Error {
     /// An option has a value that cannot work.
     #[error("invalid option: {0}")]
     Config(String),
+    /// A read asks for more bytes at once than the reader allows (it would allocate them).
+    #[error("a read of {len} bytes at offset {offset} is above the limit of {limit} bytes per call; read in pieces or stream the file")]
+    RangeTooLarge {
+        /// Where the read starts.
+        offset: u64,
+        /// Bytes asked for.
+        len: u64,
+        /// The reader's limit.
+        limit: u64,
+    },
 }
 
 /// `Result` with this crate's [`Error`].
@@ -65,7 +75,9 @@ impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         match e {
             Error::Io { source, .. } => source,
-            Error::Config(_) => io::Error::new(io::ErrorKind::InvalidInput, e),
+            Error::Config(_) | Error::RangeTooLarge { .. } => {
+                io::Error::new(io::ErrorKind::InvalidInput, e)
+            }
             other => io::Error::new(io::ErrorKind::InvalidData, other),
         }
     }

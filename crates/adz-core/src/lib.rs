@@ -21,6 +21,8 @@ mod error;
 mod frame_codec;
 pub mod info;
 pub mod pipeline;
+pub mod reader;
+pub mod recover;
 pub mod scan;
 pub mod stream;
 
@@ -30,6 +32,8 @@ pub use info::FileInfo;
 pub use pipeline::{
     Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
 };
+pub use reader::{ReadStats, Reader, ReaderCursor, ReaderOptions};
+pub use recover::{recover, recover_stream, RecoverReport};
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{
     decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, VerifyReport,

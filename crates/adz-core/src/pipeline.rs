@@ -636,6 +636,16 @@ impl Writer {
         })
     }
 
+    /// Stop and discard everything: nothing is committed and nothing is kept for recovery
+    /// (unlike dropping the writer, which keeps what was written where storage can).
+    pub fn abort(mut self) -> Result<()> {
+        self.shared.fail("the writer was aborted".to_owned());
+        match self.join() {
+            Some(s) => s.upload.abort().map_err(Error::from),
+            None => Ok(()),
+        }
+    }
+
     fn pending_len(&self) -> usize {
         self.pending.as_ref().map_or(0, Vec::len)
     }
@@ -737,12 +747,21 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// A writer dropped without `finish`: stop everything, commit nothing.
+    /// A writer dropped without `finish` or `abort` (a panic, an early return): stop
+    /// everything, commit nothing, and keep the frames already written where the storage can
+    /// keep them ([`Upload::abandon`]: a local file's temporary file stays), so that they can be
+    /// recovered as after a killed process. After a write error the upload is aborted instead.
     fn drop(&mut self) {
         if self.sequencer.is_some() {
+            let failed_before = self.shared.check().is_err();
             self.shared.fail("the writer was dropped before finish".to_owned());
-            // The sequencer returns the upload; dropping it aborts.
-            drop(self.join());
+            if let Some(s) = self.join() {
+                if failed_before {
+                    drop(s); // dropping the upload aborts it
+                } else {
+                    let _ = s.upload.abandon();
+                }
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ pub struct FrameScanner<R> {
     raw_offset: u64,
     seen: TrailerBuilder,
     payload: Vec<u8>,
+    torn: Option<FrameHeader>,
 }
 
 impl<R: Read> FrameScanner<R> {
@@ -54,6 +55,7 @@ impl<R: Read> FrameScanner<R> {
             raw_offset: 0,
             seen: TrailerBuilder::new(),
             payload: Vec::new(),
+            torn: None,
         }
     }
 
@@ -118,6 +120,7 @@ impl<R: Read> FrameScanner<R> {
         self.payload = payload;
         let got = got?;
         if got < stored {
+            self.torn = Some(header);
             return Err(adz_format::Error::Truncated {
                 what: format!("frame {frame} payload"),
                 offset: offset + FRAME_HEADER_LEN as u64,
@@ -135,6 +138,12 @@ impl<R: Read> FrameScanner<R> {
     /// The payload of the frame last returned by [`next_frame`](Self::next_frame).
     pub fn payload(&self) -> &[u8] {
         &self.payload
+    }
+
+    /// The header of a frame whose payload the input cut short (the error of
+    /// [`next_frame`](Self::next_frame) was a truncation): what recovery reports as lost.
+    pub fn torn_frame(&self) -> Option<&FrameHeader> {
+        self.torn.as_ref()
     }
 
     /// Raw bytes in the frames seen so far.

@@ -21,10 +21,15 @@ fn put(file: &mut Vec<u8>, offset: usize, bytes: &[u8]) {
 }
 
 fn spec_example() -> Vec<u8> {
+    spec_example_version(1)
+}
+
+/// The example with `version_minor` = `minor` (the document's is 1; as 0 it is a 1.0 file).
+fn spec_example_version(minor: u8) -> Vec<u8> {
     let mut f = Vec::new();
     // File header.
     put(&mut f, 0, &[0x89, 0x41, 0x44, 0x5A, 0x0D, 0x0A, 0x1A, 0x0A]);
-    put(&mut f, 8, &[0x01, 0x00]);
+    put(&mut f, 8, &[0x01, minor]);
     put(&mut f, 10, &[0x00, 0x00]);
     put(&mut f, 12, &[0x08, 0x00, 0x00, 0x00]);
     put(&mut f, 16, &[0; 8]);
@@ -103,6 +108,80 @@ fn spec_example_decodes() {
     let frames = info.frame_list.unwrap();
     assert_eq!(frames[0].config, "none shuffle:2");
     assert_eq!(frames[1].config, "zstd:3 (stored raw)");
+}
+
+/// A 1.1 reader reads 1.0 files: the example uses no 1.1 value, so as version 1.0 it is a
+/// valid 1.0 file.
+#[test]
+fn spec_example_as_1_0_decodes() {
+    let file = spec_example_version(0);
+    let mut out = Vec::new();
+    decode_stream(&file[..], &mut out, |_| {}).unwrap();
+    assert_eq!(out, b"adz adz!!\n");
+    let info = FileInfo::read_seekable(Cursor::new(&file), false).unwrap();
+    assert_eq!(info.version, "1.0");
+}
+
+/// The filter section's example: one frame, codec none, one filter in slot 0, raw u16 values
+/// 100, 101, 103, 99 and a trailing byte `FF`; the payload is the document's bytes.
+fn filter_example(slot: [u8; 2], payload: &[u8; 9]) -> Vec<u8> {
+    let raw: [u8; 9] = [0x64, 0x00, 0x65, 0x00, 0x67, 0x00, 0x63, 0x00, 0xFF];
+    let mut f = Vec::new();
+    put(&mut f, 0, &[0x89, 0x41, 0x44, 0x5A, 0x0D, 0x0A, 0x1A, 0x0A]);
+    put(&mut f, 8, &[0x01, 0x01]);
+    put(&mut f, 10, &[0x00, 0x00]);
+    put(&mut f, 12, &u32le(16));
+    put(&mut f, 16, &[0; 8]);
+    let sum = xxh3(&f[0..24]);
+    put(&mut f, 24, &u64le(sum));
+    put(&mut f, 32, b"ADZF");
+    put(&mut f, 36, &[0x00, 0x00, 0x00, 0x00]);
+    put(&mut f, 40, &[0; 4]);
+    put(&mut f, 44, &u32le(9));
+    put(&mut f, 48, &u32le(9));
+    put(&mut f, 52, &[slot[0], slot[1], 0, 0, 0, 0, 0, 0]);
+    put(&mut f, 60, &u64le(0));
+    put(&mut f, 68, &u64le(xxh3(&raw)));
+    put(&mut f, 76, &u64le(xxh3(payload)));
+    let sum = xxh3(&f[32..84]) as u32;
+    put(&mut f, 84, &u32le(sum));
+    put(&mut f, 88, payload);
+    // Trailer: index header, one entry, footer.
+    put(&mut f, 97, b"ADZI");
+    put(&mut f, 101, &[0; 4]);
+    put(&mut f, 105, &u64le(1));
+    put(&mut f, 113, &u64le(0));
+    put(&mut f, 121, &u64le(32));
+    put(&mut f, 129, &[9, 0, 0, 0, 9, 0, 0, 0]);
+    put(&mut f, 137, &[0; 4]);
+    put(&mut f, 141, &[0; 4]);
+    put(&mut f, 145, &u64le(xxh3(&raw)));
+    put(&mut f, 153, &u64le(97));
+    put(&mut f, 161, &u64le(1));
+    put(&mut f, 169, &u64le(9));
+    let sum = xxh3(&f[97..177]);
+    put(&mut f, 177, &u64le(sum));
+    put(&mut f, 185, b"ADZ-END\n");
+    f
+}
+
+#[test]
+fn spec_filter_example_decodes() {
+    let raw = [0x64, 0x00, 0x65, 0x00, 0x67, 0x00, 0x63, 0x00, 0xFF];
+    let delta = filter_example([2, 2], &[0x64, 0, 0x01, 0, 0x02, 0, 0xFC, 0xFF, 0xFF]);
+    let xor = filter_example([3, 2], &[0x64, 0, 0x01, 0, 0x02, 0, 0x04, 0x00, 0xFF]);
+    for (name, file) in [("delta:2", delta), ("xor:2", xor)] {
+        let mut out = Vec::new();
+        decode_stream(&file[..], &mut out, |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(out, raw, "{name}");
+        let info = FileInfo::read_seekable(Cursor::new(&file), true).unwrap();
+        assert_eq!(info.version, "1.1");
+        assert_eq!(info.frame_list.unwrap()[0].config, format!("none {name}"));
+    }
+    // A word size the filter does not take is refused, not guessed at.
+    let bad = filter_example([2, 3], &[0x64, 0, 0x01, 0, 0x02, 0, 0xFC, 0xFF, 0xFF]);
+    let err = decode_stream(&bad[..], &mut Vec::new(), |_| {}).unwrap_err().to_string();
+    assert!(err.contains("filter slot 0"), "{err}");
 }
 
 #[test]

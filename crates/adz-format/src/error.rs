@@ -129,6 +129,17 @@ pub enum Error {
         /// Largest valid value.
         max: i64,
     },
+    /// A filter parameter inside the range but not one the filter takes (`delta:3`), from a
+    /// caller. In a file this is [`Error::BadFilterSlot`].
+    #[error("invalid parameter {param} for filter {filter}: expected {valid}")]
+    BadFilterParam {
+        /// Filter name.
+        filter: &'static str,
+        /// The value given.
+        param: u8,
+        /// The valid values, in words.
+        valid: &'static str,
+    },
     /// A textual codec/filter description could not be parsed.
     #[error("cannot parse {input:?}: {reason}")]
     Parse {

@@ -81,11 +81,15 @@ impl fmt::Display for CodecId {
 pub enum FilterId {
     /// Byte transposition of `param`-byte elements, as in Blosc.
     Shuffle = 1,
+    /// Differences of consecutive `param`-byte little-endian integers, wrapping (format 1.1).
+    Delta = 2,
+    /// XOR of consecutive `param`-byte words, for floating-point data (format 1.1).
+    Xor = 3,
 }
 
 impl FilterId {
     /// Every filter id this version knows.
-    pub const ALL: [FilterId; 1] = [FilterId::Shuffle];
+    pub const ALL: [FilterId; 3] = [FilterId::Shuffle, FilterId::Delta, FilterId::Xor];
 
     /// The id for a stored byte, or `None` if this version does not know it (0 is not a filter).
     pub fn from_u8(v: u8) -> Option<FilterId> {
@@ -101,6 +105,8 @@ impl FilterId {
     pub fn name(self) -> &'static str {
         match self {
             FilterId::Shuffle => "shuffle",
+            FilterId::Delta => "delta",
+            FilterId::Xor => "xor",
         }
     }
 
@@ -109,10 +115,38 @@ impl FilterId {
         Self::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
     }
 
-    /// The valid range of the filter parameter.
+    /// The smallest and largest filter parameter. Not every value between is valid for every
+    /// filter: see [`param_valid`](Self::param_valid).
     pub fn param_range(self) -> std::ops::RangeInclusive<u8> {
         match self {
             FilterId::Shuffle => 1..=255,
+            FilterId::Delta | FilterId::Xor => 1..=8,
+        }
+    }
+
+    /// Whether `param` is a valid parameter: shuffle takes any element size 1..=255; delta and
+    /// xor take a word size of 1, 2, 4 or 8 bytes.
+    pub fn param_valid(self, param: u8) -> bool {
+        match self {
+            FilterId::Shuffle => param >= 1,
+            FilterId::Delta | FilterId::Xor => matches!(param, 1 | 2 | 4 | 8),
+        }
+    }
+
+    /// The valid parameters in words, for error messages.
+    pub fn param_help(self) -> &'static str {
+        match self {
+            FilterId::Shuffle => "an element size 1..=255",
+            FilterId::Delta | FilterId::Xor => "a word size of 1, 2, 4 or 8 bytes",
+        }
+    }
+
+    /// The format minor version that introduced the filter: a reader of a lower minor version
+    /// reports frames that use it as "unknown filter".
+    pub fn since_minor(self) -> u8 {
+        match self {
+            FilterId::Shuffle => 0,
+            FilterId::Delta | FilterId::Xor => 1,
         }
     }
 }
@@ -136,9 +170,14 @@ mod tests {
         assert_eq!(CodecId::Zstd.as_u8(), 3);
         assert_eq!(CodecId::Xz.as_u8(), 4);
         assert_eq!(FilterId::Shuffle.as_u8(), 1);
+        assert_eq!(FilterId::Delta.as_u8(), 2);
+        assert_eq!(FilterId::Xor.as_u8(), 3);
         assert_eq!(FilterId::from_u8(0), None);
+        for v in 4..=255u8 {
+            assert_eq!(FilterId::from_u8(v), None, "filter id {v} must be unknown in 1.1");
+        }
         for v in 5..=255u8 {
-            assert_eq!(CodecId::from_u8(v), None, "id {v} must be unknown in 1.0");
+            assert_eq!(CodecId::from_u8(v), None, "id {v} must be unknown in 1.1");
         }
     }
 
@@ -149,6 +188,10 @@ mod tests {
             assert_eq!(CodecId::from_u8(c.as_u8()), Some(c));
         }
         assert_eq!(FilterId::from_name("SHUFFLE"), Some(FilterId::Shuffle));
+        for f in FilterId::ALL {
+            assert_eq!(FilterId::from_name(f.name()), Some(f));
+            assert_eq!(FilterId::from_u8(f.as_u8()), Some(f));
+        }
         assert_eq!(CodecId::from_name("gzip"), None);
     }
 }

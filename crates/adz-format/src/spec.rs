@@ -109,15 +109,28 @@ pub struct FilterSpec {
 }
 
 impl FilterSpec {
-    /// A filter with a parameter in its valid range.
+    /// A filter with a valid parameter ([`FilterId::param_valid`]).
     pub fn new(id: FilterId, param: u8) -> Result<FilterSpec> {
         check_param(id.name(), param, id.param_range())?;
+        if !id.param_valid(param) {
+            return Err(Error::BadFilterParam { filter: id.name(), param, valid: id.param_help() });
+        }
         Ok(FilterSpec { id, param })
     }
 
     /// Byte shuffle for elements of `elem_size` bytes.
     pub fn shuffle(elem_size: u8) -> Result<FilterSpec> {
         FilterSpec::new(FilterId::Shuffle, elem_size)
+    }
+
+    /// Wrapping differences of consecutive little-endian integers of `width` bytes (1, 2, 4, 8).
+    pub fn delta(width: u8) -> Result<FilterSpec> {
+        FilterSpec::new(FilterId::Delta, width)
+    }
+
+    /// XOR of consecutive words of `width` bytes (1, 2, 4, 8).
+    pub fn xor(width: u8) -> Result<FilterSpec> {
+        FilterSpec::new(FilterId::Xor, width)
     }
 
     /// The filter.
@@ -140,15 +153,18 @@ impl fmt::Display for FilterSpec {
 impl FromStr for FilterSpec {
     type Err = Error;
 
-    /// `shuffle:N`.
+    /// `shuffle:N` (N 1..=255), `delta:N` or `xor:N` (N 1, 2, 4 or 8).
     fn from_str(s: &str) -> Result<FilterSpec> {
-        let bad = |reason: &str| Error::Parse { input: s.to_owned(), reason: reason.to_owned() };
-        let (name, param) =
-            s.split_once(':').ok_or_else(|| bad("expected NAME:PARAM, e.g. shuffle:8"))?;
+        let bad = |reason: String| Error::Parse { input: s.to_owned(), reason };
+        let (name, param) = s
+            .split_once(':')
+            .ok_or_else(|| bad("expected NAME:PARAM, e.g. shuffle:8, delta:4, xor:8".to_owned()))?;
         let id = FilterId::from_name(name.trim())
-            .ok_or_else(|| bad("unknown filter; known filters: shuffle"))?;
-        let param: u8 =
-            param.trim().parse().map_err(|_| bad("the parameter must be an integer 1..=255"))?;
+            .ok_or_else(|| bad("unknown filter; known filters: shuffle, delta, xor".to_owned()))?;
+        let param: u8 = param
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("the parameter of {id} must be {}", id.param_help())))?;
         FilterSpec::new(id, param)
     }
 }
@@ -232,6 +248,21 @@ impl Filters {
     }
 }
 
+impl FromStr for Filters {
+    type Err = Error;
+
+    /// A comma-separated list applied in order, e.g. `shuffle:8,xor:8`; `none` or `-` for no
+    /// filter.
+    fn from_str(s: &str) -> Result<Filters> {
+        let t = s.trim();
+        if t.is_empty() || t == "-" || t.eq_ignore_ascii_case("none") {
+            return Ok(Filters::NONE);
+        }
+        let list = t.split(',').map(str::parse).collect::<Result<Vec<FilterSpec>>>()?;
+        Filters::new(&list)
+    }
+}
+
 impl fmt::Display for Filters {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_empty() {
@@ -293,6 +324,39 @@ mod tests {
     }
 
     #[test]
+    fn delta_and_xor_take_word_sizes_1_2_4_8() {
+        for id in [FilterId::Delta, FilterId::Xor] {
+            for p in 0..=255u8 {
+                let ok = FilterSpec::new(id, p).is_ok();
+                assert_eq!(ok, matches!(p, 1 | 2 | 4 | 8), "{id}:{p}");
+            }
+        }
+        let e = "delta:3".parse::<FilterSpec>().unwrap_err();
+        assert!(matches!(e, Error::BadFilterParam { param: 3, .. }), "{e:?}");
+        assert!(e.to_string().contains("1, 2, 4 or 8"), "{e}");
+        let e = "xor:16".parse::<FilterSpec>().unwrap_err().to_string();
+        assert!(e.contains("1..=8") || e.contains("1, 2, 4 or 8"), "{e}");
+        assert_eq!(FilterSpec::xor(8).unwrap().to_string(), "xor:8");
+        assert_eq!(FilterSpec::delta(4).unwrap().to_string(), "delta:4");
+    }
+
+    #[test]
+    fn filter_lists_parse_in_order() {
+        let f: Filters = "shuffle:8,xor:8".parse().unwrap();
+        assert_eq!(f.to_slots(), [1, 8, 3, 8, 0, 0, 0, 0]);
+        assert_eq!(f.to_string(), "shuffle:8,xor:8");
+        assert_eq!(f.to_string().parse::<Filters>().unwrap(), f);
+        let f: Filters = " delta:4 , shuffle:4 ".parse().unwrap();
+        assert_eq!(f.to_slots(), [2, 4, 1, 4, 0, 0, 0, 0]);
+        assert_eq!(Filters::from_slots(f.to_slots()).unwrap(), f);
+        assert_eq!("none".parse::<Filters>().unwrap(), Filters::NONE);
+        assert_eq!("-".parse::<Filters>().unwrap(), Filters::NONE);
+        for bad in ["xor:8,", "shuffle:8,,xor:8", "delta:8,xor:8,shuffle:8,xor:8,delta:8", "lz:4"] {
+            assert!(bad.parse::<Filters>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn filters_reject_bad_slots() {
         assert!(matches!(
             Filters::from_slots([0, 1, 0, 0, 0, 0, 0, 0]),
@@ -311,6 +375,22 @@ mod tests {
             Err(Error::BadFilterSlot { slot: 0, .. })
         ));
         assert!(Filters::new(&[FilterSpec::shuffle(2).unwrap(); 5]).is_err());
+        assert!(matches!(
+            Filters::from_slots([2, 3, 0, 0, 0, 0, 0, 0]),
+            Err(Error::BadFilterSlot { slot: 0, .. })
+        ));
+        assert!(matches!(
+            Filters::from_slots([1, 8, 3, 16, 0, 0, 0, 0]),
+            Err(Error::BadFilterSlot { slot: 1, .. })
+        ));
+        assert!(matches!(
+            Filters::from_slots([3, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::BadFilterSlot { slot: 0, .. })
+        ));
+        assert!(matches!(
+            Filters::from_slots([4, 8, 0, 0, 0, 0, 0, 0]),
+            Err(Error::UnknownFilter { id: 4 })
+        ));
         assert!("shuffle:0".parse::<FilterSpec>().is_err());
         assert!("shuffle".parse::<FilterSpec>().is_err());
         assert_eq!("shuffle:8".parse::<FilterSpec>().unwrap().param(), 8);

@@ -29,6 +29,7 @@ pub fn run_all(store: &dyn Storage) {
     upload_commit_visible_only_after_commit(store);
     abort_leaves_nothing(store);
     drop_without_commit_aborts(store);
+    abandon_publishes_nothing(store);
     overwrite(store);
     delete(store);
     list_prefix(store);
@@ -251,6 +252,25 @@ pub fn drop_without_commit_aborts(store: &dyn Storage) {
     // The name is free for a new upload.
     store.put(&name, b"after").expect("put");
     assert_eq!(store.get(&name).expect("get"), b"after");
+    clean(store, &p);
+}
+
+/// An abandoned upload (kept for recovery where the backend can) publishes nothing and leaves
+/// an existing object as it was.
+pub fn abandon_publishes_nothing(store: &dyn Storage) {
+    let p = fresh_prefix(store, "abandon_publishes_nothing");
+    let name = format!("{p}object");
+    let mut upload = store.create(&name).expect("create");
+    upload.append(&pattern(1000, 30)).expect("append");
+    upload.abandon().expect("abandon");
+    assert_not_found(store.size(&name), &name);
+    assert!(names(store, &p).is_empty(), "an abandoned upload is listed: {:?}", names(store, &p));
+    let old = pattern(500, 31);
+    store.put(&name, &old).expect("put");
+    let mut upload = store.create(&name).expect("create");
+    upload.append(&pattern(1000, 32)).expect("append");
+    upload.abandon().expect("abandon");
+    assert_eq!(store.get(&name).expect("get"), old, "abandon changed the existing object");
     clean(store, &p);
 }
 

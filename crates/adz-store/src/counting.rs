@@ -172,6 +172,14 @@ impl Upload for CountingUpload {
         self.counters.count_error(&result);
         result
     }
+
+    fn abandon(mut self: Box<Self>) -> Result<Option<String>> {
+        let inner = self.inner.take().expect("commit and abort consume the upload");
+        self.counters.aborts.add(1);
+        let result = inner.abandon();
+        self.counters.count_error(&result);
+        result
+    }
 }
 
 impl Drop for CountingUpload {

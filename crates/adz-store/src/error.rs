@@ -215,8 +215,9 @@ impl Error {
         Error::Io { op, name: name.to_owned(), source }
     }
 
-    /// Checks `range` against an object of `size` bytes.
-    pub(crate) fn check_range(name: &str, range: &Range<u64>, size: u64) -> Result<()> {
+    /// Checks `range` against an object of `size` bytes, as every backend must: `InvalidRange`
+    /// if it is reversed, `OutOfRange` if it ends past the object.
+    pub fn check_range(name: &str, range: &Range<u64>, size: u64) -> Result<()> {
         if range.start > range.end {
             return Err(Error::InvalidRange { name: name.to_owned(), range: range.clone() });
         }

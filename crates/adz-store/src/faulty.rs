@@ -332,6 +332,13 @@ impl Upload for FaultyUpload {
             None => Ok(()),
         }
     }
+
+    fn abandon(self: Box<Self>) -> Result<Option<String>> {
+        match self.inner {
+            Some(inner) => inner.abandon(),
+            None => Ok(None),
+        }
+    }
 }
 
 #[cfg(test)]

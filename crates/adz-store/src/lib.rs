@@ -179,6 +179,18 @@ pub trait Upload: Send + fmt::Debug {
     /// Discards everything written; nothing appears under the name, and an object that was
     /// there before stays as it was.
     fn abort(self: Box<Self>) -> Result<()>;
+
+    /// Stops the upload without publishing it, but keeps the bytes appended so far where a
+    /// recovery tool can find them, if the backend can. adz-core's `Writer` calls this when it
+    /// is dropped before it finished (a panic, an early return), so that the complete frames
+    /// already written can be salvaged (`adz recover`), as they can after a killed process.
+    ///
+    /// Nothing appears under the upload's name either way. Returns where the bytes were kept
+    /// (for [`LocalStorage`], the path of the temporary file), or `None` when the backend
+    /// cannot keep a partial upload: the default aborts.
+    fn abandon(self: Box<Self>) -> Result<Option<String>> {
+        self.abort().map(|()| None)
+    }
 }
 
 /// The name and size of a stored object, as returned by [`Storage::list`].

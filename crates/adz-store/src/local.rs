@@ -379,6 +379,17 @@ impl Upload for LocalUpload {
         Ok(self.written)
     }
 
+    fn abandon(mut self: Box<Self>) -> Result<Option<String>> {
+        let file = self.file.take().expect("commit and abort consume the upload");
+        // Flushed and synced like a commit, but left under the temporary name.
+        let file =
+            file.into_inner().map_err(|e| Error::io("abandon", &self.name, e.into_error()))?;
+        if !matches!(self.sync_dirs, SyncDirs::None) {
+            file.sync_data().map_err(|e| Error::io("sync", &self.name, e))?;
+        }
+        Ok(Some(self.temp_path.display().to_string()))
+    }
+
     fn abort(mut self: Box<Self>) -> Result<()> {
         drop(self.file.take());
         fs::remove_file(&self.temp_path).map_err(|e| Error::io("abort", &self.name, e))
@@ -449,6 +460,21 @@ mod tests {
         let upload = store.create("a").unwrap();
         upload.abort().unwrap();
         assert!(files_in(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn abandon_keeps_the_flushed_temp_file_and_publishes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStorage::new(dir.path()).unwrap();
+        let mut upload = store.create("a.adz").unwrap();
+        upload.append(b"abc").unwrap(); // still in the BufWriter
+        let kept = upload.abandon().unwrap().expect("a local store keeps partial uploads");
+        assert!(matches!(store.size("a.adz"), Err(Error::NotFound { .. })));
+        assert!(store.list("").unwrap().is_empty());
+        let files = files_in(dir.path());
+        assert_eq!(files.len(), 1);
+        assert!(kept.ends_with(&files[0]) && files[0].starts_with(".a.adz.adz-tmp-"), "{kept}");
+        assert_eq!(fs::read(&kept).unwrap(), b"abc");
     }
 
     #[test]

@@ -193,6 +193,10 @@ impl Upload for ThrottledUpload {
         self.inner.commit()
     }
 
+    fn abandon(self: Box<Self>) -> Result<Option<String>> {
+        self.inner.abandon()
+    }
+
     fn abort(self: Box<Self>) -> Result<()> {
         self.inner.abort()
     }
