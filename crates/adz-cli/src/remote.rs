@@ -181,6 +181,13 @@ impl RemoteInput {
         self.len
     }
 
+    /// The random-access [`adz_core::Reader`] over this object: the trailer in one suffix
+    /// request, then only the frames a read needs (neighbours coalesced), decoded in parallel.
+    pub fn open_reader(&self, opts: adz_core::ReaderOptions) -> Result<adz_core::Reader> {
+        adz_core::Reader::open(Arc::clone(&self.store), &self.key, opts)
+            .with_context(|| format!("cannot read {}", self.url))
+    }
+
     /// A sequential reader with `--streams` ranged requests of 8 MiB in flight.
     pub fn reader(&self) -> Box<dyn Read> {
         Box::new(ReadAhead::new(

@@ -98,6 +98,15 @@ fn compress_to_s3_read_back_and_list() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout == data, "decompressed bytes to stdout differ");
 
+    // Random access: only the frames a range needs.
+    for (offset, length) in [(0usize, 10usize), (5 << 20, 3 << 20), ((24 << 20) - 7, 100)] {
+        let o =
+            run(&["cat", &url, "--offset", &offset.to_string(), "--length", &length.to_string()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let end = (offset + length).min(data.len());
+        assert!(o.stdout == data[offset..end], "cat {offset} +{length}");
+    }
+
     let v = ok(&run(&["verify", &url]));
     assert!(v.contains("OK") && v.contains(&url), "{v}");
 
