@@ -5,6 +5,7 @@ CACHE ?= $(CURDIR)/.cache
 FUZZ_SECONDS ?= 30
 
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
+.PHONY: s3-test
 
 all: build
 
@@ -17,7 +18,7 @@ demo: build
 
 ## make test: install what is missing, then run every test: format, lints, unit, property,
 ## integration and CLI tests, and a short fuzz run of the decoder.
-test: deps fmt-check clippy unit fuzz-smoke
+test: deps fmt-check clippy unit s3-test fuzz-smoke
 
 deps:
 	scripts/deps.sh
@@ -33,6 +34,15 @@ unit:
 
 fuzz-smoke:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz-smoke.sh
+
+## make s3-test: start MinIO on 127.0.0.1 (built once with go install, cached in
+## .cache/go/bin), run the S3 tests against it (they must not skip), stop it even if they fail.
+s3-test:
+	@state="$$(mktemp -d "$${TMPDIR:-/tmp}/adz-s3-test.XXXXXX")"; \
+	trap 'CACHE="$(CACHE)" scripts/minio.sh stop "$$state"; rm -rf "$$state"' EXIT; \
+	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
+	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
+	$(CARGO) test --workspace --test s3
 
 ## make bench: side-by-side figures (not part of make test); see docs/benchmarks/.
 bench: build

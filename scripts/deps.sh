@@ -21,4 +21,7 @@ fi
 if ! need_cmd c++ && ! need_cmd g++; then
     if need_cmd apt-get; then (apt-get update -qq && apt-get install -y -qq g++) >/dev/null; fi
 fi
+# make s3-test builds MinIO once with go and drives it with curl and python3 (a free port).
+if ! need_cmd curl && need_cmd apt-get; then (apt-get update -qq && apt-get install -y -qq curl) >/dev/null; fi
+need_cmd go || [ -x "${CACHE:-.cache}/go/bin/minio" ] || echo "deps: go not found; make s3-test needs it once to build MinIO" >&2
 echo "deps: ok"

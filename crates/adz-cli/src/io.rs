@@ -1,18 +1,35 @@
-//! Where the CLI reads from and writes to: a path or `-`. Output files are written through
-//! adz-store's local storage, so they appear under their name only when complete (temporary
-//! name, fsync, rename); a failed or interrupted command leaves no complete-looking file.
+//! Where the CLI reads from and writes to: a path, `-`, or an `s3://bucket/key` URL (see
+//! `remote.rs`). Output files are written through adz-store's local storage, so they appear
+//! under their name only when complete (temporary name, fsync, rename), and objects through a
+//! multipart upload completed on commit; a failed or interrupted command leaves no
+//! complete-looking file or object.
 
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
+use adz_store::location::Location;
 use adz_store::{LocalStorage, Storage, Upload};
 use anyhow::{bail, Context, Result};
 
-/// An input: a file or standard input.
+use crate::remote::{self, RemoteInput};
+
+/// An input: a file, standard input, or an object in a bucket.
 pub enum Input {
     Stdin,
     File { path: PathBuf, len: u64 },
+    Remote(RemoteInput),
+}
+
+/// `arg` as a local path, after `file://` is taken off; `None` for an `s3://` URL.
+fn local_path(arg: &str) -> Result<Option<PathBuf>> {
+    if !Location::is_url(arg) {
+        return Ok(Some(PathBuf::from(arg)));
+    }
+    match Location::parse(arg)? {
+        Location::Local(p) => Ok(Some(p)),
+        _ => Ok(None),
+    }
 }
 
 impl Input {
@@ -20,7 +37,10 @@ impl Input {
         if arg == "-" {
             return Ok(Input::Stdin);
         }
-        let path = PathBuf::from(arg);
+        if let Some((bucket, key)) = remote::s3_location(arg)? {
+            return Ok(Input::Remote(RemoteInput::open(arg, &bucket, &key)?));
+        }
+        let path = local_path(arg)?.expect("not an s3 URL");
         let meta = std::fs::metadata(&path).with_context(|| format!("cannot read {arg}"))?;
         if meta.is_dir() {
             bail!("{arg} is a directory");
@@ -33,6 +53,7 @@ impl Input {
         match self {
             Input::Stdin => None,
             Input::File { len, .. } => Some(*len),
+            Input::Remote(r) => Some(r.len()),
         }
     }
 
@@ -40,6 +61,7 @@ impl Input {
         match self {
             Input::Stdin => None,
             Input::File { path, .. } => Some(path),
+            Input::Remote(_) => None,
         }
     }
 
@@ -50,6 +72,7 @@ impl Input {
                 1 << 20,
                 File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
             )),
+            Input::Remote(r) => r.reader(),
         })
     }
 
@@ -57,6 +80,7 @@ impl Input {
         match self {
             Input::Stdin => "<stdin>".to_owned(),
             Input::File { path, .. } => path.display().to_string(),
+            Input::Remote(r) => r.url().to_owned(),
         }
     }
 }
@@ -76,7 +100,7 @@ impl Output {
         if arg == "-" {
             return Ok(Output::Stdout(io::stdout().lock()));
         }
-        let (upload, path) = file_upload(arg, force)?;
+        let (upload, path) = file_upload(arg, force, None)?;
         Ok(Output::File { upload: Some(upload), path, buf: Vec::with_capacity(OUT_BUF) })
     }
 
@@ -194,19 +218,38 @@ impl Upload for StdoutUpload {
     }
 }
 
-/// The upload `compress` writes through: a file (visible only once committed) or stdout.
+/// The upload `compress` writes through: a file or object (visible only once committed) or
+/// stdout. `expected` is about how large the output will be, if known (it sizes S3 parts).
 pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)> {
+    create_upload_sized(arg, force, None)
+}
+
+/// [`create_upload`] for an output of about `expected` bytes (it sizes S3 parts).
+pub fn create_upload_sized(
+    arg: &str,
+    force: bool,
+    expected: Option<u64>,
+) -> Result<(Box<dyn Upload>, String)> {
     if arg == "-" {
         return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
     }
-    let (upload, path) = file_upload(arg, force)?;
+    let (upload, path) = file_upload(arg, force, expected)?;
     Ok((upload, path.display().to_string()))
 }
 
 /// An upload for the file `arg` through adz-store's local storage: written under a temporary
-/// name, visible under `arg` only once committed. An existing file is refused without `force`.
-fn file_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, PathBuf)> {
-    let path = PathBuf::from(arg);
+/// name, visible under `arg` only once committed; or for an `s3://` object, a multipart
+/// upload completed on commit. An existing file or object is refused without `force`.
+fn file_upload(
+    arg: &str,
+    force: bool,
+    expected: Option<u64>,
+) -> Result<(Box<dyn Upload>, PathBuf)> {
+    if let Some((bucket, key)) = remote::s3_location(arg)? {
+        let upload = remote::create_upload(arg, &bucket, &key, force, expected)?;
+        return Ok((upload, PathBuf::from(arg)));
+    }
+    let path = local_path(arg)?.expect("not an s3 URL");
     if !force && path.exists() {
         bail!("{arg} already exists; use --force to overwrite it");
     }

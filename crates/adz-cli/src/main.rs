@@ -5,6 +5,7 @@ mod io;
 mod predict;
 mod progress;
 mod read;
+mod remote;
 mod sizing;
 
 use std::io::{Read, Write};
@@ -53,6 +54,9 @@ Examples:
   adz decompress data.bin.adz               writes data.bin
   adz inspect data.bin.adz --frames         what is inside, frame by frame
   adz verify data.bin.adz                   check every checksum
+  adz compress data.bin s3://bucket/run1/data.adz
+                                            to S3-compatible storage (keys from AWS_* variables)
+  adz ls s3://bucket/run1/                  objects with stored size, raw size and ratio
 
 Exit status: 0 on success, 1 on any error (damaged input, I/O failure), 2 on a usage error.";
 
@@ -61,6 +65,8 @@ Exit status: 0 on success, 1 on any error (damaged input, I/O failure), 2 on a u
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    s3: remote::S3Args,
 }
 
 #[derive(Subcommand)]
@@ -75,6 +81,8 @@ enum Command {
     Inspect(InspectArgs),
     /// Check every checksum of an adz file and name any damaged frame.
     Verify(VerifyArgs),
+    /// List the objects under an s3:// prefix: stored size, raw size and ratio of adz files.
+    Ls(remote::LsArgs),
     /// Print a range of an adz file's raw bytes, decoding only the frames it needs.
     Cat(read::CatArgs),
     /// Salvage a file whose writer died: keep every complete, intact frame.
@@ -215,7 +223,7 @@ struct VerifyArgs {
 }
 
 /// `1234`, `64K`, `1M`, `2G` (binary units) as a byte count.
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -266,11 +274,13 @@ fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    remote::init(cli.s3);
     let result = match cli.command {
         Command::Compress(a) => compress(a),
         Command::Decompress(a) => decompress(a),
         Command::Inspect(a) => inspect(a),
         Command::Verify(a) => verify(a),
+        Command::Ls(a) => remote::ls(a),
         Command::Cat(a) => read::cat(a),
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
@@ -307,6 +317,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         (Some(o), _) => o.clone(),
         (None, Input::Stdin) => "-".to_owned(),
         (None, Input::File { path, .. }) => format!("{}.adz", path.display()),
+        (None, Input::Remote(r)) => format!("{}.adz", r.url()),
     };
     if same_file(&input, &out_arg) {
         bail!("input and output are the same file: {out_arg}");
@@ -359,7 +370,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     };
 
     let mut reader = input.reader()?;
-    let (mut upload, out_name) = io::create_upload(&out_arg, a.common.force)?;
+    let (mut upload, out_name) = io::create_upload_sized(&out_arg, a.common.force, input.len())?;
     if let Some(rate) = a.throttle {
         // The sequencer writes back to back, so the link only needs to absorb sleep jitter;
         // a larger burst would let frames pass free after short idle gaps and make the link
@@ -458,6 +469,10 @@ fn decompress(a: DecompressArgs) -> Result<ExitCode> {
             ),
             }
         }
+        (None, Input::Remote(r)) => match r.url().strip_suffix(".adz") {
+            Some(stem) => stem.to_owned(),
+            None => bail!("cannot name the output: {} does not end in .adz; give OUTPUT", r.url()),
+        },
     };
     if same_file(&input, &out_arg) {
         bail!("input and output are the same file: {out_arg}");
@@ -491,6 +506,7 @@ fn inspect(a: InspectArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot open {}", path.display()))?;
             FileInfo::read_seekable(std::io::BufReader::new(f), a.frames)
         }
+        Input::Remote(r) => FileInfo::read_seekable(r.seekable(), a.frames),
     }
     .with_context(|| format!("inspecting {}", input.describe()))?;
     let mut out = std::io::stdout().lock();

@@ -229,11 +229,13 @@ pub fn decompress_to(
     args: &ReadArgs,
     quiet: bool,
 ) -> Result<Decompressed> {
-    let reader = match input.path() {
-        Some(path) => {
-            open_reader(path, ReaderOptions { threads: args.threads, ..Default::default() })?
-        }
-        None => None,
+    let opts = ReaderOptions { threads: args.threads, ..Default::default() };
+    let reader = match input {
+        Input::Remote(r) => Some(r.open_reader(opts)?),
+        _ => match input.path() {
+            Some(path) => open_reader(path, opts)?,
+            None => None,
+        },
     };
     let Some(reader) = reader else {
         let pb = progress::bar(input.len(), quiet, "decompress");
@@ -268,9 +270,10 @@ pub fn cat(a: CatArgs) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     let opts =
         ReaderOptions { threads: a.read.threads, cache_bytes: a.cache, ..Default::default() };
-    let reader = match input.path() {
-        Some(path) => open_reader(path, opts)?,
-        None => None,
+    let reader = match (&input, input.path()) {
+        (Input::Remote(r), _) => Some(r.open_reader(opts)?),
+        (_, Some(path)) => open_reader(path, opts)?,
+        (_, None) => None,
     };
     let Some(reader) = reader else {
         return cat_stream(&input, a.offset, a.length, a.read.stats, &mut out);

@@ -82,6 +82,39 @@ pub enum Error {
         what: String,
     },
 
+    /// A remote store (an object store reached over the network) refused or failed a request.
+    ///
+    /// [`kind`](RemoteKind) says what happened in terms a caller can act on; whether it is
+    /// worth trying again is [`Error::is_transient`].
+    #[error("{op} {name:?}: {kind}")]
+    Remote {
+        /// What went wrong.
+        kind: RemoteKind,
+        /// The operation, e.g. `"get"`, `"put part"`, `"complete upload"`.
+        op: &'static str,
+        /// The object name (for errors about a whole bucket, the bucket).
+        name: String,
+        /// The client's error, with the server's answer if there was one.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+
+    /// A transient error persisted through every attempt that a retry policy allowed.
+    #[error("{op} {name:?}: gave up after {attempts} attempts in {:.1} s", elapsed.as_secs_f64())]
+    RetriesExhausted {
+        /// The operation that was retried.
+        op: &'static str,
+        /// The object name.
+        name: String,
+        /// How many times the operation was tried.
+        attempts: u32,
+        /// Time from the first attempt to giving up.
+        elapsed: std::time::Duration,
+        /// The last attempt's error.
+        #[source]
+        last: Box<Error>,
+    },
+
     /// An error from a backend that has no better variant for it.
     #[error("{store} storage error")]
     Generic {
@@ -93,7 +126,78 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error::Remote`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RemoteKind {
+    /// No connection could be made (nothing listens there, DNS failed, network down).
+    Unreachable,
+    /// The connection broke while the request or the answer was on its way.
+    ConnectionLost,
+    /// The request took longer than its time limit.
+    Timeout,
+    /// The server asked us to slow down (HTTP 429, S3 `SlowDown`).
+    Throttled,
+    /// The server failed (HTTP 5xx).
+    ServerError,
+    /// The server did not accept the credentials (unknown key, bad signature, expired token).
+    Unauthenticated,
+    /// The credentials are valid but not allowed to do this.
+    PermissionDenied,
+    /// The bucket does not exist.
+    NoSuchBucket,
+    /// Anything else the server or the client reported.
+    Other,
+}
+
+impl RemoteKind {
+    /// Whether a failure of this kind may go away if the request is tried again later.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            RemoteKind::Unreachable
+                | RemoteKind::ConnectionLost
+                | RemoteKind::Timeout
+                | RemoteKind::Throttled
+                | RemoteKind::ServerError
+        )
+    }
+}
+
+impl std::fmt::Display for RemoteKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RemoteKind::Unreachable => "cannot connect to the server",
+            RemoteKind::ConnectionLost => "the connection to the server broke",
+            RemoteKind::Timeout => "the request timed out",
+            RemoteKind::Throttled => "the server asked to slow down",
+            RemoteKind::ServerError => "the server failed",
+            RemoteKind::Unauthenticated => "the server rejected the credentials",
+            RemoteKind::PermissionDenied => {
+                "access denied (wrong credentials, or no permission for this)"
+            }
+            RemoteKind::NoSuchBucket => "the bucket does not exist",
+            RemoteKind::Other => "the request failed",
+        })
+    }
+}
+
 impl Error {
+    /// Whether trying the same operation again may succeed: a remote store that was
+    /// unreachable, timed out, throttled or failed with a 5xx, or an interrupted or timed-out
+    /// I/O call. A missing object, a bad name, rejected credentials or a full disk are not
+    /// transient: repeating the request gives the same answer.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Remote { kind, .. } => kind.is_transient(),
+            Error::Io { source, .. } => matches!(
+                source.kind(),
+                io::ErrorKind::Interrupted | io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ),
+            _ => false,
+        }
+    }
+
     /// Builds an [`Error::Io`], except that the operating system's "not found" becomes
     /// [`Error::NotFound`] so that callers need to check for one variant only.
     ///
@@ -137,7 +241,19 @@ impl From<Error> for io::Error {
             Error::OutOfRange { .. } => io::ErrorKind::UnexpectedEof,
             Error::InvalidRange { .. } | Error::InvalidName { .. } => io::ErrorKind::InvalidInput,
             Error::Io { source, .. } => source.kind(),
-            Error::Injected { .. } | Error::Generic { .. } => io::ErrorKind::Other,
+            Error::Remote { kind, .. } => match kind {
+                RemoteKind::Unreachable => io::ErrorKind::ConnectionRefused,
+                RemoteKind::ConnectionLost => io::ErrorKind::ConnectionReset,
+                RemoteKind::Timeout => io::ErrorKind::TimedOut,
+                RemoteKind::Unauthenticated | RemoteKind::PermissionDenied => {
+                    io::ErrorKind::PermissionDenied
+                }
+                RemoteKind::NoSuchBucket => io::ErrorKind::NotFound,
+                _ => io::ErrorKind::Other,
+            },
+            Error::Injected { .. } | Error::Generic { .. } | Error::RetriesExhausted { .. } => {
+                io::ErrorKind::Other
+            }
         };
         io::Error::new(kind, err)
     }
@@ -181,6 +297,39 @@ mod tests {
         #[allow(clippy::reversed_empty_ranges)]
         let reversed = 6..5;
         assert!(matches!(Error::check_range("a", &reversed, 10), Err(Error::InvalidRange { .. })));
+    }
+
+    #[test]
+    fn transient_errors() {
+        let remote = |kind| Error::Remote {
+            kind,
+            op: "get",
+            name: "a".into(),
+            source: "server said no".into(),
+        };
+        assert!(remote(RemoteKind::ServerError).is_transient());
+        assert!(remote(RemoteKind::Throttled).is_transient());
+        assert!(remote(RemoteKind::Unreachable).is_transient());
+        assert!(!remote(RemoteKind::Unauthenticated).is_transient());
+        assert!(!remote(RemoteKind::NoSuchBucket).is_transient());
+        assert!(!Error::NotFound { name: "a".into() }.is_transient());
+        assert!(Error::io("read", "a", io::ErrorKind::TimedOut.into()).is_transient());
+        assert!(!Error::io("read", "a", io::ErrorKind::StorageFull.into()).is_transient());
+        assert_eq!(
+            remote(RemoteKind::Throttled).to_string(),
+            r#"get "a": the server asked to slow down"#
+        );
+
+        let gave_up = Error::RetriesExhausted {
+            op: "get",
+            name: "a".into(),
+            attempts: 4,
+            elapsed: std::time::Duration::from_millis(1500),
+            last: Box::new(remote(RemoteKind::ServerError)),
+        };
+        assert!(!gave_up.is_transient(), "a caller does not retry what a policy gave up on");
+        assert_eq!(gave_up.to_string(), r#"get "a": gave up after 4 attempts in 1.5 s"#);
+        assert_eq!(gave_up.source().unwrap().to_string(), r#"get "a": the server failed"#);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use crate::{Error, ObjectMeta, Result, Storage, Tail, Upload};
+use crate::{Error, ObjectMeta, RemoteKind, Result, Storage, Tail, Upload};
 
 /// Which faults a [`Faulty`] store injects. The default injects none.
 ///
@@ -31,6 +31,8 @@ pub struct FaultPlan {
     fail_commit: bool,
     append_stall: Option<Duration>,
     fail_reads: bool,
+    transient_before: u64,
+    transient_after: u64,
 }
 
 impl FaultPlan {
@@ -76,6 +78,21 @@ impl FaultPlan {
         self.fail_reads = true;
         self
     }
+
+    /// The next `n` store calls (`create`, and so `put`; the reads, `size`, `delete`, `list`)
+    /// fail with a transient [`Error::Remote`] (a server error) without reaching the wrapped
+    /// store, as a remote store does when it is briefly overloaded. Later calls pass.
+    pub fn transient_failures(mut self, n: u64) -> FaultPlan {
+        self.transient_before = n;
+        self
+    }
+
+    /// The next `n` store calls reach the wrapped store, *then* fail with a transient
+    /// [`Error::Remote`] (a timeout): the operation happened but its answer was lost.
+    pub fn transient_failures_after_call(mut self, n: u64) -> FaultPlan {
+        self.transient_after = n;
+        self
+    }
 }
 
 /// Wraps a store and injects the faults of a [`FaultPlan`], failing with
@@ -88,12 +105,21 @@ pub struct Faulty<S> {
     inner: S,
     plan: Mutex<FaultPlan>,
     injected: Arc<AtomicU64>,
+    /// Transient failures still to inject before / after the call.
+    transient_before: AtomicU64,
+    transient_after: AtomicU64,
 }
 
 impl<S: Storage> Faulty<S> {
     /// Wraps `inner` with the faults of `plan`.
     pub fn new(inner: S, plan: FaultPlan) -> Faulty<S> {
-        Faulty { inner, plan: Mutex::new(plan), injected: Arc::new(AtomicU64::new(0)) }
+        Faulty {
+            inner,
+            transient_before: AtomicU64::new(plan.transient_before),
+            transient_after: AtomicU64::new(plan.transient_after),
+            plan: Mutex::new(plan),
+            injected: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// Wraps `inner` without injecting anything (until [`set_plan`](Faulty::set_plan)).
@@ -103,6 +129,8 @@ impl<S: Storage> Faulty<S> {
 
     /// Replaces the plan, for uploads created and reads issued from now on.
     pub fn set_plan(&self, plan: FaultPlan) {
+        self.transient_before.store(plan.transient_before, Ordering::Relaxed);
+        self.transient_after.store(plan.transient_after, Ordering::Relaxed);
         *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
     }
 
@@ -126,6 +154,32 @@ impl<S: Storage> Faulty<S> {
         self.plan.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Takes one from `counter` if it is not zero.
+    fn take(counter: &AtomicU64) -> bool {
+        counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+
+    /// Runs `f` on the wrapped store, failing transiently before or after it if planned.
+    fn call<T>(&self, op: &'static str, name: &str, f: impl FnOnce(&S) -> Result<T>) -> Result<T> {
+        let transient = |kind, when: &str| {
+            self.injected.fetch_add(1, Ordering::Relaxed);
+            Err(Error::Remote {
+                kind,
+                op,
+                name: name.to_owned(),
+                source: format!("injected transient fault {when} the call").into(),
+            })
+        };
+        if Self::take(&self.transient_before) {
+            return transient(RemoteKind::ServerError, "before");
+        }
+        let result = f(&self.inner);
+        if Self::take(&self.transient_after) {
+            return transient(RemoteKind::Timeout, "after");
+        }
+        result
+    }
+
     fn check_read(&self, name: &str) -> Result<()> {
         if self.plan().fail_reads {
             self.injected.fetch_add(1, Ordering::Relaxed);
@@ -137,7 +191,7 @@ impl<S: Storage> Faulty<S> {
 
 impl<S: Storage> Storage for Faulty<S> {
     fn create(&self, name: &str) -> Result<Box<dyn Upload>> {
-        let inner = self.inner.create(name)?;
+        let inner = self.call("create", name, |s| s.create(name))?;
         Ok(Box::new(FaultyUpload {
             inner: Some(inner),
             name: name.to_owned(),
@@ -150,29 +204,29 @@ impl<S: Storage> Storage for Faulty<S> {
 
     fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
         self.check_read(name)?;
-        self.inner.get_range(name, range)
+        self.call("get", name, |s| s.get_range(name, range))
     }
 
     fn get(&self, name: &str) -> Result<Vec<u8>> {
         self.check_read(name)?;
-        self.inner.get(name)
+        self.call("get", name, |s| s.get(name))
     }
 
     fn get_tail(&self, name: &str, max_len: u64) -> Result<Tail> {
         self.check_read(name)?;
-        self.inner.get_tail(name, max_len)
+        self.call("get", name, |s| s.get_tail(name, max_len))
     }
 
     fn size(&self, name: &str) -> Result<u64> {
-        self.inner.size(name)
+        self.call("size", name, |s| s.size(name))
     }
 
     fn delete(&self, name: &str) -> Result<()> {
-        self.inner.delete(name)
+        self.call("delete", name, |s| s.delete(name))
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
-        self.inner.list(prefix)
+        self.call("list", prefix, |s| s.list(prefix))
     }
 }
 
@@ -388,6 +442,27 @@ mod tests {
         assert_eq!(store.faults_injected(), 3);
         store.set_plan(FaultPlan::new());
         assert_eq!(store.get("a").unwrap(), b"abc");
+    }
+
+    #[test]
+    fn transient_failures_before_and_after_the_call() {
+        let store = Faulty::new(MemoryStorage::new(), FaultPlan::new().transient_failures(2));
+        for _ in 0..2 {
+            match store.put("a", b"abc") {
+                Err(e @ Error::Remote { kind: RemoteKind::ServerError, .. }) => {
+                    assert!(e.is_transient())
+                }
+                other => panic!("expected a transient error, got {other:?}"),
+            }
+        }
+        assert!(store.inner().is_empty(), "a failure before the call changes nothing");
+        store.put("a", b"abc").unwrap();
+        assert_eq!(store.faults_injected(), 2);
+
+        store.set_plan(FaultPlan::new().transient_failures_after_call(1));
+        assert!(matches!(store.delete("a"), Err(Error::Remote { kind: RemoteKind::Timeout, .. })));
+        assert!(store.inner().is_empty(), "the call happened, only its answer was lost");
+        assert!(matches!(store.size("a"), Err(Error::NotFound { .. })));
     }
 
     #[test]

@@ -45,6 +45,10 @@
 //! - [`Faulty`]: injects failures, stalls and torn writes for crash tests.
 //! - [`Counting`]: counts bytes, calls and time spent, so the pipeline can see how fast the
 //!   sink really is.
+//! - [`Retrying`]: tries an operation again after a transient error (a timeout, a 5xx,
+//!   throttling), with bounded exponential backoff; see [`RetryPolicy`].
+//! - `s3::S3Storage` (feature `s3`): a bucket of an S3-compatible object store (AWS S3,
+//!   MinIO, Ceph RGW). [`location`] parses `s3://bucket/key`, local paths and `-`.
 //!
 //! A decorator is a type that holds a `S: Storage` and implements `Storage` itself, so they
 //! stack: `Counting<Throttled<LocalStorage>>`. [`Storage`] is implemented for `&S`, `Arc<S>`
@@ -58,7 +62,12 @@ mod memory;
 mod name;
 mod null;
 pub mod rate;
+mod retry;
 mod throttle;
+
+pub mod location;
+#[cfg(feature = "s3")]
+pub mod s3;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -68,13 +77,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 pub use crate::counting::{Counting, SinkStats, StatsHandle};
-pub use crate::error::{Error, Result};
+pub use crate::error::{Error, RemoteKind, Result};
 pub use crate::faulty::{FaultPlan, Faulty};
 pub use crate::local::LocalStorage;
 pub use crate::memory::MemoryStorage;
 pub use crate::name::{validate_name, validate_prefix};
 pub use crate::null::NullStorage;
 pub use crate::rate::{parse_rate, LinkSpeed, ParseRateError};
+pub use crate::retry::{RetryPolicy, Retrying};
 pub use crate::throttle::{LinkStats, Throttled};
 
 /// A place to keep named objects: a directory, a bucket, a map in memory.

@@ -1,0 +1,908 @@
+//! S3-compatible object storage (AWS S3, MinIO, Ceph RGW, S3 gateways) as a [`Storage`].
+//!
+//! [`S3Storage`] is one bucket. It is built on the `object_store` crate and keeps a small
+//! tokio runtime inside, because the [`Storage`] trait is synchronous: each call blocks the
+//! calling thread until the request is done, and many threads may call at once.
+//!
+//! ```no_run
+//! use adz_store::s3::{S3Config, S3Storage};
+//! use adz_store::Storage;
+//!
+//! let config = S3Config::from_env()
+//!     .endpoint("http://127.0.0.1:9000")
+//!     .allow_http(true);
+//! let store = S3Storage::new("my-bucket", config)?;
+//! let mut upload = store.create("run1/out.adz")?;
+//! upload.append(b"...")?;
+//! upload.commit()?; // the object appears, whole, only now
+//! # Ok::<(), adz_store::Error>(())
+//! ```
+//!
+//! # Writing
+//!
+//! An [`Upload`] buffers one part; when the part is full it is sent as a part of an S3
+//! multipart upload while the writer goes on, with at most [`S3Config::streams`] parts in
+//! flight (the next full part waits for the oldest to finish, which is the back-pressure the
+//! adz pipeline measures as the link's speed). Memory is at most `streams + 1` parts. Part
+//! sizes follow [`PartSizes`]. `commit` sends the last part and completes the upload, which
+//! publishes the object atomically; an object smaller than one part is sent with one PUT
+//! instead. `abort`, a drop, or a failure aborts the multipart upload: no object appears.
+//! A killed process leaves an incomplete multipart upload, which is never visible as an
+//! object (a bucket lifecycle rule `AbortIncompleteMultipartUpload` reclaims its space).
+//!
+//! A failed part is sent again with the same part number (which replaces it) following the
+//! [`RetryPolicy`]; whole-object operations are retried by wrapping the store in
+//! [`Retrying`](crate::Retrying), which [`S3Storage::retrying`] does.
+//!
+//! # Reading
+//!
+//! `get_range` is one ranged GET, `get_tail` one suffix GET (`Range: bytes=-N`), which is how
+//! an adz reader finds a file's trailer in one request.
+
+mod parts;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::multipart::{MultipartStore, PartId};
+use object_store::path::Path;
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload,
+    RetryConfig,
+};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+
+pub use self::parts::{PartSizes, DEFAULT_PART, MAX_PART, MAX_PARTS, MIN_PART};
+use crate::{
+    validate_name, validate_prefix, Error, ObjectMeta, RemoteKind, Result, RetryPolicy, Retrying,
+    Storage, Tail, Upload,
+};
+
+/// How to reach an S3-compatible store.
+///
+/// [`S3Config::from_env`] reads the standard AWS variables; the builder methods override them
+/// (the CLI's `--s3-endpoint` and `--s3-allow-http`).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct S3Config {
+    /// The endpoint URL, e.g. `http://127.0.0.1:9000`; `None` means AWS S3 in `region`.
+    pub endpoint: Option<String>,
+    /// The region; `us-east-1` unless set (MinIO accepts any).
+    pub region: String,
+    /// The access key id.
+    pub access_key_id: Option<String>,
+    /// The secret access key.
+    pub secret_access_key: Option<String>,
+    /// A session token for temporary credentials.
+    pub session_token: Option<String>,
+    /// Allow `http://` endpoints (no TLS). Off unless asked for.
+    pub allow_http: bool,
+    /// Parts of one upload in flight at once (at least 1).
+    pub streams: usize,
+    /// A fixed part size; `None` sizes parts from the expected object size ([`PartSizes`]).
+    pub part_size: Option<u64>,
+    /// How failed parts and whole-object operations are retried.
+    pub retry: RetryPolicy,
+    /// The time limit of one request (a part upload included).
+    pub request_timeout: Duration,
+    /// The time limit for opening a connection.
+    pub connect_timeout: Duration,
+}
+
+impl fmt::Debug for S3Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the secret.
+        f.debug_struct("S3Config")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field("allow_http", &self.allow_http)
+            .field("streams", &self.streams)
+            .field("part_size", &self.part_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for S3Config {
+    fn default() -> S3Config {
+        S3Config {
+            endpoint: None,
+            region: "us-east-1".to_owned(),
+            access_key_id: None,
+            secret_access_key: None,
+            session_token: None,
+            allow_http: false,
+            streams: 4,
+            part_size: None,
+            retry: RetryPolicy::default(),
+            request_timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl S3Config {
+    /// Reads `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT`), `AWS_REGION` (or `AWS_DEFAULT_REGION`),
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` and `AWS_ALLOW_HTTP`
+    /// (`true`/`1`). Nothing else is consulted: no profile files, and no instance metadata
+    /// service (credentials must be given).
+    pub fn from_env() -> S3Config {
+        let var = |names: &[&str]| {
+            names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
+        };
+        let d = S3Config::default();
+        S3Config {
+            endpoint: var(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]),
+            region: var(&["AWS_REGION", "AWS_DEFAULT_REGION"]).unwrap_or(d.region.clone()),
+            access_key_id: var(&["AWS_ACCESS_KEY_ID"]),
+            secret_access_key: var(&["AWS_SECRET_ACCESS_KEY"]),
+            session_token: var(&["AWS_SESSION_TOKEN"]),
+            allow_http: var(&["AWS_ALLOW_HTTP"])
+                .is_some_and(|v| matches!(v.trim(), "1" | "true" | "TRUE")),
+            ..d
+        }
+    }
+
+    /// Sets the endpoint URL.
+    pub fn endpoint(mut self, url: impl Into<String>) -> S3Config {
+        self.endpoint = Some(url.into());
+        self
+    }
+
+    /// Sets the region.
+    pub fn region(mut self, region: impl Into<String>) -> S3Config {
+        self.region = region.into();
+        self
+    }
+
+    /// Sets the access key id and secret.
+    pub fn credentials(mut self, key_id: impl Into<String>, secret: impl Into<String>) -> S3Config {
+        self.access_key_id = Some(key_id.into());
+        self.secret_access_key = Some(secret.into());
+        self
+    }
+
+    /// Allows or refuses `http://` endpoints.
+    pub fn allow_http(mut self, allow: bool) -> S3Config {
+        self.allow_http = allow;
+        self
+    }
+
+    /// Sets how many parts of one upload may be in flight (at least 1).
+    pub fn streams(mut self, streams: usize) -> S3Config {
+        self.streams = streams.max(1);
+        self
+    }
+
+    /// Sets a fixed part size (5 MiB ..= 5 GiB).
+    pub fn part_size(mut self, bytes: u64) -> S3Config {
+        self.part_size = Some(bytes);
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> S3Config {
+        self.retry = policy;
+        self
+    }
+
+    /// Sets the time limits of a request and of opening a connection.
+    pub fn timeouts(mut self, request: Duration, connect: Duration) -> S3Config {
+        self.request_timeout = request;
+        self.connect_timeout = connect;
+        self
+    }
+}
+
+fn config_error(msg: String) -> Error {
+    Error::Generic { store: "s3", source: msg.into() }
+}
+
+struct Shared {
+    client: Arc<AmazonS3>,
+    runtime: Runtime,
+    bucket: String,
+    config: S3Config,
+}
+
+impl Shared {
+    /// Runs `f` on the runtime, blocking this thread. Called from inside some other tokio
+    /// runtime (a caller's async code, or a drop there), where blocking is not allowed, it
+    /// blocks a helper thread instead of panicking.
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(f);
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| self.runtime.block_on(f)).join().expect("the S3 request thread panicked")
+        })
+    }
+}
+
+/// One bucket of an S3-compatible object store. See the [module docs](self).
+pub struct S3Storage {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for S3Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Storage")
+            .field("bucket", &self.shared.bucket)
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl S3Storage {
+    /// Connects to `bucket` as `config` says. No request is sent yet, so a wrong endpoint or
+    /// key shows on the first operation.
+    pub fn new(bucket: &str, config: S3Config) -> Result<S3Storage> {
+        crate::location::check_bucket(bucket)
+            .map_err(|reason| config_error(format!("invalid bucket name {bucket:?}: {reason}")))?;
+        let (Some(key_id), Some(secret)) = (&config.access_key_id, &config.secret_access_key)
+        else {
+            return Err(config_error(
+                "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned(),
+            ));
+        };
+        if let Some(endpoint) = &config.endpoint {
+            if endpoint.starts_with("http://") && !config.allow_http {
+                return Err(config_error(format!(
+                    "the endpoint {endpoint} is plain http (no TLS); allow it with --s3-allow-http \
+                     (or AWS_ALLOW_HTTP=true)"
+                )));
+            }
+            if !endpoint.starts_with("http://") && !endpoint.starts_with("https://") {
+                return Err(config_error(format!(
+                    "the endpoint {endpoint:?} is not an http:// or https:// URL"
+                )));
+            }
+        }
+        let client_options = ClientOptions::new()
+            .with_allow_http(config.allow_http)
+            .with_timeout(config.request_timeout)
+            .with_connect_timeout(config.connect_timeout);
+        // One layer of retries only: ours (per part, and Retrying for whole operations).
+        let retry = RetryConfig {
+            backoff: BackoffConfig::default(),
+            max_retries: 0,
+            retry_timeout: Duration::from_secs(1),
+        };
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(bucket)
+            .with_region(&config.region)
+            .with_access_key_id(key_id)
+            .with_secret_access_key(secret)
+            .with_allow_http(config.allow_http)
+            .with_virtual_hosted_style_request(false)
+            .with_client_options(client_options)
+            .with_retry(retry);
+        if let Some(token) = &config.session_token {
+            builder = builder.with_token(token);
+        }
+        if let Some(endpoint) = &config.endpoint {
+            builder = builder.with_endpoint(endpoint.trim_end_matches('/'));
+        }
+        let client =
+            builder.build().map_err(|e| Error::Generic { store: "s3", source: e.into() })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("adz-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("start the S3 client runtime for", bucket, e))?;
+        Ok(S3Storage {
+            shared: Arc::new(Shared {
+                client: Arc::new(client),
+                runtime,
+                bucket: bucket.to_owned(),
+                config,
+            }),
+        })
+    }
+
+    /// This store wrapped in [`Retrying`] with the configured policy: what a program should
+    /// use.
+    pub fn retrying(self) -> Retrying<S3Storage> {
+        let policy = self.shared.config.retry.clone();
+        Retrying::new(self, policy)
+    }
+
+    /// The bucket.
+    pub fn bucket(&self) -> &str {
+        &self.shared.bucket
+    }
+
+    /// Begins an upload whose final size is expected to be about `expected` bytes, which
+    /// sizes its parts (see [`PartSizes`]); [`Storage::create`] expects nothing.
+    pub fn create_sized(&self, name: &str, expected: Option<u64>) -> Result<Box<dyn Upload>> {
+        validate_name(name)?;
+        let sizes = PartSizes::new(self.shared.config.part_size, expected)?;
+        Ok(Box::new(S3Upload {
+            shared: Arc::clone(&self.shared),
+            path: path(name)?,
+            name: name.to_owned(),
+            sizes,
+            buf: Vec::new(),
+            written: 0,
+            multipart: None,
+            next_part: 0,
+            in_flight: VecDeque::new(),
+            done: Vec::new(),
+            failed: false,
+        }))
+    }
+
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        self.shared.block_on(f)
+    }
+
+    fn head(&self, name: &str) -> Result<u64> {
+        let p = path(name)?;
+        let meta = self
+            .block_on(self.shared.client.head(&p))
+            .map_err(|e| remote_error("size", name, e))?;
+        Ok(meta.size)
+    }
+}
+
+/// The object_store path of a valid name.
+fn path(name: &str) -> Result<Path> {
+    Path::parse(name).map_err(|_| Error::InvalidName {
+        name: name.to_owned(),
+        reason: "the object store cannot represent this name",
+    })
+}
+
+impl Storage for S3Storage {
+    fn create(&self, name: &str) -> Result<Box<dyn Upload>> {
+        self.create_sized(name, None)
+    }
+
+    fn put(&self, name: &str, data: &[u8]) -> Result<()> {
+        validate_name(name)?;
+        let p = path(name)?;
+        let payload = PutPayload::from(data.to_vec());
+        self.block_on(self.shared.client.put(&p, payload))
+            .map_err(|e| remote_error("put", name, e))?;
+        Ok(())
+    }
+
+    fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
+        validate_name(name)?;
+        if range.start > range.end {
+            return Err(Error::InvalidRange { name: name.to_owned(), range });
+        }
+        if range.start == range.end {
+            // S3 cannot express an empty range; the object must still exist and be long enough.
+            Error::check_range(name, &range, self.head(name)?)?;
+            return Ok(Vec::new());
+        }
+        let p = path(name)?;
+        let opts =
+            GetOptions { range: Some(GetRange::Bounded(range.clone())), ..GetOptions::default() };
+        let client = &self.shared.client;
+        let result = self.block_on(async {
+            let r = client.get_opts(&p, opts).await?;
+            let size = r.meta.size;
+            Ok::<_, object_store::Error>((size, r.bytes().await?))
+        });
+        match result {
+            Ok((size, bytes)) => {
+                // S3 answers a range that runs past the end with what there is.
+                Error::check_range(name, &range, size)?;
+                if bytes.len() as u64 != range.end - range.start {
+                    return Err(remote_other("get", name, "the server sent a short range"));
+                }
+                Ok(bytes.to_vec())
+            }
+            Err(e) => {
+                let err = remote_error("get", name, e);
+                if matches!(err, Error::Remote { kind: RemoteKind::Other, .. }) {
+                    // Most likely 416, a range that starts past the end: say so precisely.
+                    if let Ok(size) = self.head(name) {
+                        Error::check_range(name, &range, size)?;
+                    }
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Result<Vec<u8>> {
+        validate_name(name)?;
+        let p = path(name)?;
+        let client = &self.shared.client;
+        let bytes = self
+            .block_on(async { client.get(&p).await?.bytes().await })
+            .map_err(|e| remote_error("get", name, e))?;
+        Ok(bytes.to_vec())
+    }
+
+    fn get_tail(&self, name: &str, max_len: u64) -> Result<Tail> {
+        validate_name(name)?;
+        if max_len == 0 {
+            return Ok(Tail { object_size: self.head(name)?, bytes: Vec::new() });
+        }
+        let p = path(name)?;
+        // A suffix longer than any object reads the whole object (RFC 9110); keep the header
+        // within what every server parses.
+        let suffix = max_len.min(1 << 62);
+        let opts = GetOptions { range: Some(GetRange::Suffix(suffix)), ..GetOptions::default() };
+        let client = &self.shared.client;
+        let result = self.block_on(async {
+            let r = client.get_opts(&p, opts).await?;
+            let size = r.meta.size;
+            Ok::<_, object_store::Error>((size, r.bytes().await?))
+        });
+        match result {
+            Ok((object_size, bytes)) => {
+                if bytes.len() as u64 != max_len.min(object_size) {
+                    return Err(remote_other("get", name, "the server sent a short tail"));
+                }
+                Ok(Tail { object_size, bytes: bytes.to_vec() })
+            }
+            Err(e) => {
+                let err = remote_error("get", name, e);
+                // An empty object has no suffix to send (416).
+                if matches!(err, Error::Remote { kind: RemoteKind::Other, .. })
+                    && self.head(name).ok() == Some(0)
+                {
+                    return Ok(Tail { object_size: 0, bytes: Vec::new() });
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn size(&self, name: &str) -> Result<u64> {
+        validate_name(name)?;
+        self.head(name)
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        validate_name(name)?;
+        // S3 deletes a missing key without complaint; the trait promises NotFound.
+        self.head(name)?;
+        let p = path(name)?;
+        self.block_on(self.shared.client.delete(&p)).map_err(|e| remote_error("delete", name, e))
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        validate_prefix(prefix)?;
+        // object_store lists whole path segments; list the prefix's directory and filter.
+        let dir = match prefix.rsplit_once('/') {
+            Some((dir, _)) => Some(path(dir)?),
+            None => None,
+        };
+        let client = &self.shared.client;
+        let all: Vec<object_store::ObjectMeta> = self
+            .block_on(ObjectStore::list(&**client, dir.as_ref()).try_collect())
+            .map_err(|e| remote_error("list", prefix, e))?;
+        let mut out: Vec<ObjectMeta> = all
+            .into_iter()
+            .filter(|m| m.location.as_ref().starts_with(prefix))
+            .map(|m| ObjectMeta::new(m.location.as_ref(), m.size))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// An upload to S3; see the [module docs](self).
+struct S3Upload {
+    shared: Arc<Shared>,
+    path: Path,
+    name: String,
+    sizes: PartSizes,
+    /// The part being filled.
+    buf: Vec<u8>,
+    written: u64,
+    /// The multipart upload id, once the first full part went out.
+    multipart: Option<String>,
+    next_part: usize,
+    /// Parts sent and not yet acknowledged, oldest first.
+    in_flight: VecDeque<JoinHandle<Result<PartId>>>,
+    /// Acknowledged parts, in part order.
+    done: Vec<PartId>,
+    /// A part failed: the upload can only be aborted.
+    failed: bool,
+}
+
+impl fmt::Debug for S3Upload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Upload")
+            .field("bucket", &self.shared.bucket)
+            .field("name", &self.name)
+            .field("written", &self.written)
+            .field("parts_sent", &self.next_part)
+            .field("in_flight", &self.in_flight.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl S3Upload {
+    fn fail(&mut self, err: Error) -> Error {
+        self.failed = true;
+        err
+    }
+
+    /// Waits for the oldest part in flight.
+    fn wait_oldest(&mut self) -> Result<()> {
+        let Some(handle) = self.in_flight.pop_front() else { return Ok(()) };
+        match self.shared.block_on(handle) {
+            Ok(Ok(part)) => {
+                self.done.push(part);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(self.fail(e)),
+            Err(join) => Err(self.fail(Error::Generic { store: "s3", source: join.into() })),
+        }
+    }
+
+    /// Sends `data` as the next part, after waiting for room among the parts in flight.
+    fn send_part(&mut self, data: Vec<u8>) -> Result<()> {
+        if self.multipart.is_none() {
+            let (client, p, name) = (&self.shared.client, &self.path, &self.name);
+            let rt = &self.shared;
+            let id = self.shared.config.retry.run("start upload", name, || {
+                rt.block_on(client.create_multipart(p))
+                    .map_err(|e| remote_error("start upload", name, e))
+            });
+            self.multipart = Some(id.map_err(|e| self.fail(e))?);
+        }
+        while self.in_flight.len() >= self.shared.config.streams.max(1) {
+            self.wait_oldest()?;
+        }
+        let client = Arc::clone(&self.shared.client);
+        let policy = self.shared.config.retry.clone();
+        let (p, name) = (self.path.clone(), self.name.clone());
+        let id = self.multipart.clone().expect("set above");
+        let index = self.next_part;
+        let payload = PutPayload::from(data);
+        self.in_flight.push_back(self.shared.runtime.spawn(async move {
+            let started = Instant::now();
+            for attempt in 1.. {
+                match client.put_part(&p, &id, index, payload.clone()).await {
+                    Ok(part) => return Ok(part),
+                    Err(e) => {
+                        let err = remote_error("upload part", &name, e);
+                        let pause = policy.next("upload part", &name, attempt, started, err)?;
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+            }
+            unreachable!("the policy ends the loop")
+        }));
+        self.next_part += 1;
+        Ok(())
+    }
+
+    fn abort_remote(&mut self) -> Result<()> {
+        for handle in self.in_flight.drain(..) {
+            handle.abort();
+        }
+        let Some(id) = self.multipart.take() else { return Ok(()) };
+        let (client, p, name) = (&self.shared.client, &self.path, &self.name);
+        let rt = &self.shared;
+        self.shared.config.retry.run("abort upload", name, || {
+            rt.block_on(client.abort_multipart(p, &id))
+                .map_err(|e| remote_error("abort upload", name, e))
+        })
+    }
+
+    fn finish(&mut self) -> Result<u64> {
+        if self.failed {
+            return Err(Error::Generic {
+                store: "s3",
+                source: format!("upload of {:?} failed earlier; it cannot be committed", self.name)
+                    .into(),
+            });
+        }
+        if self.multipart.is_none() {
+            // Smaller than one part: one PUT, atomic like a completed multipart upload.
+            let payload = PutPayload::from(std::mem::take(&mut self.buf));
+            let (client, p, name) = (&self.shared.client, &self.path, &self.name);
+            let rt = &self.shared;
+            self.shared.config.retry.run("put", name, || {
+                rt.block_on(client.put(p, payload.clone()))
+                    .map_err(|e| remote_error("put", name, e))
+            })?;
+            return Ok(self.written);
+        }
+        if !self.buf.is_empty() {
+            let last = std::mem::take(&mut self.buf);
+            self.send_part(last)?;
+        }
+        while !self.in_flight.is_empty() {
+            self.wait_oldest()?;
+        }
+        let id = self.multipart.clone().expect("checked above");
+        let parts = std::mem::take(&mut self.done);
+        let (client, p) = (&self.shared.client, &self.path);
+        let result = self.shared.block_on(client.complete_multipart(p, &id, parts));
+        match result {
+            Ok(_) => {
+                self.multipart = None;
+                Ok(self.written)
+            }
+            Err(e) => Err(self.fail(remote_error("complete upload", &self.name, e))),
+        }
+    }
+}
+
+impl Upload for S3Upload {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        if self.failed {
+            return Err(Error::Generic {
+                store: "s3",
+                source: format!("upload of {:?} failed earlier", self.name).into(),
+            });
+        }
+        while !data.is_empty() {
+            let part = self.sizes.size(self.next_part);
+            if self.next_part >= MAX_PARTS {
+                return Err(self.fail(config_error(format!(
+                    "{:?} is larger than 10,000 parts can hold; set a larger part size",
+                    self.name
+                ))));
+            }
+            let room = (part as usize).saturating_sub(self.buf.len());
+            let take = room.min(data.len());
+            if self.buf.capacity() == 0 && take > 0 {
+                // One allocation per part, not a doubling series that ends at twice the size.
+                self.buf.reserve_exact(part as usize);
+            }
+            self.buf.extend_from_slice(&data[..take]);
+            self.written += take as u64;
+            data = &data[take..];
+            if self.buf.len() as u64 >= part {
+                let full = std::mem::take(&mut self.buf);
+                self.send_part(full)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<u64> {
+        match self.finish() {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                let _ = self.abort_remote();
+                Err(e)
+            }
+        }
+    }
+
+    fn abort(mut self: Box<Self>) -> Result<()> {
+        self.abort_remote()
+    }
+}
+
+impl Drop for S3Upload {
+    fn drop(&mut self) {
+        // Not committed (or commit failed): no object may appear.
+        let _ = self.abort_remote();
+    }
+}
+
+/// An [`Error::Remote`] of kind `Other` with a message.
+fn remote_other(op: &'static str, name: &str, msg: &str) -> Error {
+    Error::Remote { kind: RemoteKind::Other, op, name: name.to_owned(), source: msg.into() }
+}
+
+/// Maps an object_store error into adz's, by what a caller can do about it.
+fn remote_error(op: &'static str, name: &str, err: object_store::Error) -> Error {
+    let text = error_chain_text(&err);
+    let kind = match &err {
+        object_store::Error::NotFound { .. } => {
+            if text.contains("NoSuchBucket") {
+                RemoteKind::NoSuchBucket
+            } else {
+                return Error::NotFound { name: name.to_owned() };
+            }
+        }
+        object_store::Error::Unauthenticated { .. } => RemoteKind::Unauthenticated,
+        object_store::Error::PermissionDenied { .. } if credentials_rejected(&text) => {
+            RemoteKind::Unauthenticated
+        }
+        object_store::Error::PermissionDenied { .. } => RemoteKind::PermissionDenied,
+        _ => match classify(&err, &text) {
+            RemoteKind::Other => match http_status(&text) {
+                Some(401) => RemoteKind::Unauthenticated,
+                Some(403) if credentials_rejected(&text) => RemoteKind::Unauthenticated,
+                Some(403) => RemoteKind::PermissionDenied,
+                _ => RemoteKind::Other,
+            },
+            kind => kind,
+        },
+    };
+    Error::Remote { kind, op, name: name.to_owned(), source: Box::new(ClientError::new(&err)) }
+}
+
+/// The client's error as one line: object_store's messages already include their sources
+/// (which would print twice in an error chain), and S3 error bodies are multi-line XML.
+#[derive(Debug)]
+struct ClientError(String);
+
+impl ClientError {
+    fn new(err: &object_store::Error) -> ClientError {
+        let text = err.to_string();
+        let tag = |name: &str| {
+            let open = format!("<{name}>");
+            let start = text.find(&open)? + open.len();
+            let len = text[start..].find(&format!("</{name}>"))?;
+            Some(text[start..start + len].to_owned())
+        };
+        let one_line = match (http_status(&text), tag("Code")) {
+            // An S3 error document: its status, code and message say it all.
+            (Some(status), Some(code)) => {
+                let message = tag("Message").map(|m| format!(": {m}")).unwrap_or_default();
+                format!("HTTP {status} {code}{message}")
+            }
+            _ => text,
+        };
+        ClientError(one_line.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// The kind of an error without a specific object_store variant: a transport error's kind,
+/// or the HTTP status and S3 error code of the answer.
+fn classify(err: &(dyn std::error::Error + 'static), text: &str) -> RemoteKind {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            return match http.kind() {
+                HttpErrorKind::Connect => RemoteKind::Unreachable,
+                HttpErrorKind::Timeout => RemoteKind::Timeout,
+                HttpErrorKind::Request | HttpErrorKind::Interrupted => RemoteKind::ConnectionLost,
+                _ => RemoteKind::Other,
+            };
+        }
+        current = e.source();
+    }
+    if text.contains("NoSuchBucket") {
+        return RemoteKind::NoSuchBucket;
+    }
+    if text.contains("SlowDown") {
+        return RemoteKind::Throttled;
+    }
+    // object_store keeps the status in a private type; its message reads
+    // "Server returned non-2xx status code: 503 Service Unavailable: ...".
+    match http_status(text) {
+        Some(429) => RemoteKind::Throttled,
+        Some(408) => RemoteKind::Timeout,
+        Some(500..=599) => RemoteKind::ServerError,
+        _ => RemoteKind::Other,
+    }
+}
+
+/// Whether an S3 error says the credentials themselves are wrong (not merely insufficient).
+fn credentials_rejected(text: &str) -> bool {
+    ["InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"]
+        .iter()
+        .any(|code| text.contains(code))
+}
+
+fn http_status(text: &str) -> Option<u16> {
+    let at = text.find("status code: ")? + "status code: ".len();
+    text.get(at..at + 3)?.parse().ok()
+}
+
+fn error_chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut current = err.source();
+    while let Some(e) = current {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        current = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_read_from_messages() {
+        let kind = |msg: &str| classify(&std::io::Error::other(msg.to_owned()), msg);
+        assert_eq!(
+            kind("Server returned non-2xx status code: 503 Service Unavailable: <Code>SlowDown"),
+            RemoteKind::Throttled
+        );
+        assert_eq!(
+            kind("Server returned non-2xx status code: 500 Internal"),
+            RemoteKind::ServerError
+        );
+        assert_eq!(
+            kind("Server returned non-2xx status code: 429 Too Many"),
+            RemoteKind::Throttled
+        );
+        assert_eq!(kind("Server returned non-2xx status code: 400 Bad"), RemoteKind::Other);
+        assert_eq!(kind("<Code>NoSuchBucket</Code>"), RemoteKind::NoSuchBucket);
+        assert_eq!(kind("nothing"), RemoteKind::Other);
+    }
+
+    #[test]
+    fn configuration_errors_are_clear() {
+        let chain = |e: Error| error_chain_text(&e);
+        let no_keys = chain(S3Storage::new("bucket", S3Config::default()).unwrap_err());
+        assert!(no_keys.contains("AWS_ACCESS_KEY_ID"), "{no_keys}");
+        let http = S3Config::default().credentials("k", "s").endpoint("http://127.0.0.1:1");
+        let msg = chain(S3Storage::new("bucket", http.clone()).unwrap_err());
+        assert!(msg.contains("--s3-allow-http"), "{msg}");
+        assert!(S3Storage::new("bucket", http.clone().allow_http(true)).is_ok());
+        assert!(S3Storage::new("Bad_Bucket", http.allow_http(true)).is_err());
+    }
+
+    #[test]
+    fn usable_from_inside_another_runtime() {
+        let config = S3Config::default()
+            .credentials("k", "s")
+            .endpoint("http://127.0.0.1:1")
+            .allow_http(true)
+            .retry(RetryPolicy::none());
+        let store = S3Storage::new("bucket", config).unwrap();
+        let caller = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let _inside = caller.enter();
+        // Errors, not "cannot start a runtime from within a runtime" panics.
+        assert!(matches!(
+            store.size("x"),
+            Err(Error::Remote { kind: RemoteKind::Unreachable, .. })
+        ));
+        let mut upload = store.create_sized("x", None).unwrap();
+        upload.append(b"abc").unwrap();
+        drop(upload);
+        let upload = store.create_sized("x", None).unwrap();
+        assert!(upload.commit().is_err());
+    }
+
+    #[test]
+    fn unreachable_endpoint_fails_fast_and_says_so() {
+        // Port 1 on loopback: nothing listens, the connection is refused at once.
+        let config = S3Config::default()
+            .credentials("k", "s")
+            .endpoint("http://127.0.0.1:1")
+            .allow_http(true)
+            .retry(RetryPolicy::new(3, Duration::from_millis(5)));
+        let store = S3Storage::new("bucket", config).unwrap().retrying();
+        let start = Instant::now();
+        let err = store.size("x").unwrap_err();
+        match &err {
+            Error::RetriesExhausted { attempts: 3, last, .. } => assert!(
+                matches!(**last, Error::Remote { kind: RemoteKind::Unreachable, .. }),
+                "{last:?}"
+            ),
+            other => panic!("expected RetriesExhausted over Unreachable, got {other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+}

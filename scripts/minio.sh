@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# A throwaway MinIO server on 127.0.0.1 for the S3 tests.
+#
+#   scripts/minio.sh install          build MinIO into $CACHE/go/bin unless it is there
+#   scripts/minio.sh start STATE_DIR  start it on a free loopback port with a temporary data
+#                                     directory, create the test bucket, and write
+#                                     STATE_DIR/env (source it: endpoint, keys, bucket)
+#   scripts/minio.sh stop STATE_DIR   stop that server and remove its data
+#   scripts/minio.sh kill STATE_DIR   kill it as a crash would (SIGKILL), keeping its data
+#   scripts/minio.sh restart STATE_DIR  start it again on the same port and data
+#
+# Nothing listens beyond 127.0.0.1. Every wait is bounded.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${CACHE:-$ROOT/.cache}"
+MINIO="${MINIO:-$CACHE/go/bin/minio}"
+ACCESS_KEY="${ADZ_MINIO_USER:-adz-test-user}"
+SECRET_KEY="${ADZ_MINIO_PASSWORD:-adz-test-password}"
+BUCKET="${ADZ_S3_BUCKET:-adz-test}"
+
+log() { echo "minio.sh: $*" >&2; }
+
+install() {
+    if [[ -x "$MINIO" ]]; then
+        return 0
+    fi
+    if ! command -v go >/dev/null 2>&1; then
+        log "go is not installed; it is needed once to build MinIO (apt-get install golang-go, or https://go.dev)"
+        exit 1
+    fi
+    log "building MinIO with go install (about 5 minutes the first time; cached in $(dirname "$MINIO"))"
+    mkdir -p "$(dirname "$MINIO")"
+    GOBIN="$(dirname "$MINIO")" timeout 3600 go install github.com/minio/minio@latest
+    [[ -x "$MINIO" ]] || { log "go install finished but $MINIO is missing"; exit 1; }
+}
+
+# Starts MinIO with the port, console port and data dir recorded in STATE_DIR and waits until it
+# answers (up to 60 s); fails if it does not.
+launch() {
+    local state="$1" port console data
+    port="$(cat "$state/port")"
+    console="$(cat "$state/console")"
+    data="$(cat "$state/data")"
+    MINIO_ROOT_USER="$ACCESS_KEY" MINIO_ROOT_PASSWORD="$SECRET_KEY" \
+        MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CI_CD=1 \
+        "$MINIO" server --quiet --address "127.0.0.1:$port" \
+        --console-address "127.0.0.1:$console" "$data" >>"$state/minio.log" 2>&1 &
+    echo $! >"$state/pid"
+    local i
+    for i in $(seq 1 120); do
+        if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/minio/health/live" 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "$(cat "$state/pid")" 2>/dev/null || return 1
+        sleep 0.5
+    done
+    return 1
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+start() {
+    local state="$1"
+    install
+    mkdir -p "$state"
+    local data port console endpoint
+    data="$(mktemp -d "${TMPDIR:-/tmp}/adz-minio-data.XXXXXX")"
+    endpoint=""
+    # A port found free can be taken before MinIO binds it: try a few.
+    for _ in 1 2 3; do
+        port="$(free_port)"
+        console="$(free_port)"
+        echo "$port" >"$state/port"
+        echo "$console" >"$state/console"
+        echo "$data" >"$state/data"
+        if launch "$state"; then
+            endpoint="http://127.0.0.1:$port"
+        fi
+        [[ -n "$endpoint" ]] && break
+        log "MinIO did not come up on port $port; log:"
+        tail -5 "$state/minio.log" >&2 || true
+        kill "$(cat "$state/pid")" 2>/dev/null || true
+    done
+    if [[ -z "$endpoint" ]]; then
+        stop "$state"
+        log "could not start MinIO"
+        exit 1
+    fi
+    # Create the bucket with a signed PUT (curl speaks AWS SigV4).
+    local code
+    code="$(curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
+        --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
+        "$endpoint/$BUCKET")"
+    if [[ "$code" != 200 && "$code" != 409 ]]; then
+        log "creating bucket $BUCKET failed with HTTP $code: $(cat "$state/mkbucket.out")"
+        stop "$state"
+        exit 1
+    fi
+    cat >"$state/env" <<EOF
+export AWS_ENDPOINT_URL=$endpoint
+export AWS_ACCESS_KEY_ID=$ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
+export AWS_REGION=us-east-1
+export AWS_ALLOW_HTTP=true
+export ADZ_S3_BUCKET=$BUCKET
+EOF
+    log "MinIO at $endpoint (pid $(cat "$state/pid")), bucket $BUCKET; env in $state/env"
+}
+
+crash() {
+    local state="$1"
+    if [[ -f "$state/pid" ]]; then
+        kill -9 "$(cat "$state/pid")" 2>/dev/null || true
+        local i
+        for i in $(seq 1 40); do
+            kill -0 "$(cat "$state/pid")" 2>/dev/null || break
+            sleep 0.25
+        done
+    fi
+}
+
+restart() {
+    local state="$1"
+    crash "$state"
+    launch "$state" || { log "MinIO did not come back; log:"; tail -5 "$state/minio.log" >&2; exit 1; }
+    log "MinIO restarted at http://127.0.0.1:$(cat "$state/port") (pid $(cat "$state/pid"))"
+}
+
+stop() {
+    local state="$1"
+    if [[ -f "$state/pid" ]]; then
+        local pid
+        pid="$(cat "$state/pid")"
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            local i
+            for i in $(seq 1 40); do # up to 10 s, then force
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.25
+            done
+            kill -9 "$pid" 2>/dev/null || true
+        fi
+        rm -f "$state/pid"
+    fi
+    if [[ -f "$state/data" ]]; then
+        rm -rf "$(cat "$state/data")"
+        rm -f "$state/data"
+    fi
+    rm -f "$state/env"
+}
+
+case "${1:-}" in
+install) install ;;
+start) start "${2:?usage: minio.sh start STATE_DIR}" ;;
+stop) stop "${2:?usage: minio.sh stop STATE_DIR}" ;;
+kill) crash "${2:?usage: minio.sh kill STATE_DIR}" ;;
+restart) restart "${2:?usage: minio.sh restart STATE_DIR}" ;;
+*)
+    echo "usage: scripts/minio.sh install | start|stop|kill|restart STATE_DIR" >&2
+    exit 2
+    ;;
+esac
