@@ -1,6 +1,7 @@
 //! `adz`: adaptive compression on the storage I/O path. This binary is glue: flags, files and
 //! messages. The work is done by the adz library crates.
 
+mod cost;
 mod io;
 mod progress;
 
@@ -65,6 +66,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Check every checksum of an adz file and name any damaged frame.
     Verify(VerifyArgs),
+    /// What compression costs and saves in money and time (thesis 3.4, 3.5).
+    #[command(after_help = cost::AFTER_HELP)]
+    Cost(cost::CostArgs),
 }
 
 #[derive(Args)]
@@ -243,6 +247,7 @@ fn main() -> ExitCode {
         Command::Decompress(a) => decompress(a),
         Command::Inspect(a) => inspect(a),
         Command::Verify(a) => verify(a),
+        Command::Cost(a) => cost::run(a),
     };
     match result {
         Ok(code) => code,
