@@ -504,7 +504,10 @@ pub fn estimate_seconds(plan: &Plan, threads: usize, externals: usize) -> f64 {
             (statics + adaptive) * plan.workloads.len() as f64 + ext
         })
         .sum();
-    per_dataset * plan.datasets.len() as f64
+    // Writer set-up, pipeline fill and drain, process start of external tools: about 0.1 s a
+    // row whatever its size.
+    let overhead = 0.1 * planned_rows(plan, externals) as f64;
+    per_dataset * plan.datasets.len() as f64 + overhead
 }
 
 /// The default block size (re-exported for the CLI's defaults).
@@ -546,6 +549,7 @@ mod tests {
         let full = estimate_seconds(&Plan { statics: full_statics(), ..plan.clone() }, 2, 0);
         assert!(full > small && small > 0.0);
         let big = estimate_seconds(&Plan { size: 2 << 30, ..plan.clone() }, 2, 0);
-        assert!((big / small - 2.0).abs() < 1e-9);
+        let overhead = 0.1 * planned_rows(&plan, 0) as f64;
+        assert!(((big - overhead) / (small - overhead) - 2.0).abs() < 1e-9);
     }
 }
