@@ -6,6 +6,7 @@ FUZZ_SECONDS ?= 30
 
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
 .PHONY: s3-test
+.PHONY: evaluate evaluate-quick
 
 all: build
 
@@ -51,3 +52,14 @@ bench: build
 clean:
 	$(CARGO) clean
 	rm -rf fuzz/target
+
+## make evaluate: the full evaluation matrix of issue 5 (hours; docs/EVALUATION.md). Results in
+## $(CACHE)/bench/evaluation: results.csv, summary.md, plots/, traces/.
+evaluate:
+	scripts/deps.sh bench
+	CACHE="$(CACHE)" scripts/bench-evaluation.sh
+
+## make evaluate-quick: a small subset of the matrix (a few minutes on 2 cores).
+evaluate-quick:
+	scripts/deps.sh bench
+	CACHE="$(CACHE)" QUICK=1 scripts/bench-evaluation.sh

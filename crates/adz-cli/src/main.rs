@@ -1,6 +1,7 @@
 //! `adz`: adaptive compression on the storage I/O path. This binary is glue: flags, files and
 //! messages. The work is done by the adz library crates.
 
+mod cost;
 mod io;
 mod predict;
 mod progress;
@@ -90,6 +91,9 @@ enum Command {
     /// Predict from a sample whether compression pays on a link, and where to start.
     #[command(after_help = predict::AFTER_HELP)]
     Predict(predict::PredictArgs),
+    /// What compression costs and saves in money and time (thesis 3.4, 3.5).
+    #[command(after_help = cost::AFTER_HELP)]
+    Cost(cost::CostArgs),
 }
 
 #[derive(Args)]
@@ -284,6 +288,7 @@ fn main() -> ExitCode {
         Command::Cat(a) => read::cat(a),
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
+        Command::Cost(a) => cost::run(a),
     };
     match result {
         Ok(code) => code,

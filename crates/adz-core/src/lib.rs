@@ -17,6 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod cost;
 mod error;
 mod frame_codec;
 pub mod info;

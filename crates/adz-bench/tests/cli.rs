@@ -1,0 +1,229 @@
+//! The harness end to end on tiny data: the CSV has every planned row and column, the report
+//! and plots are written, and plot-trace makes a valid PNG.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_adz-bench")).args(args).output().expect("run adz-bench")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let out = bench(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+const COLUMNS: &str = "dataset,bytes,link_mbs,workload,config,kind,threads,seconds,write_mbs,ratio,stored_bytes,compute_seconds,async_share,configs_used";
+
+fn read(path: &Path) -> (String, Vec<Vec<String>>) {
+    let mut rd = csv::Reader::from_path(path).unwrap();
+    let header = rd.headers().unwrap().iter().collect::<Vec<_>>().join(",");
+    let rows = rd.records().map(|r| r.unwrap().iter().map(str::to_owned).collect()).collect();
+    (header, rows)
+}
+
+/// PNG signature, and the IHDR's width and height.
+fn png_size(path: &Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap();
+    assert!(b.len() > 1000, "{} is {} bytes", path.display(), b.len());
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "{} is not a PNG", path.display());
+    assert_eq!(&b[12..16], b"IHDR");
+    // PNG numbers are big-endian (the project lints forbid the std helpers for that).
+    let be = |s: &[u8]| s.iter().fold(0u32, |a, &x| (a << 8) | u32::from(x));
+    let (w, h) = (be(&b[16..20]), be(&b[20..24]));
+    (w, h)
+}
+
+#[test]
+fn run_writes_every_planned_row_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("out");
+    ok(&[
+        "run",
+        "--quick",
+        "--size",
+        "300000",
+        "--datasets",
+        "text,climate",
+        "--links",
+        "1200",
+        "--workloads",
+        "sync,async",
+        "--static",
+        "none,lz4:1,zstd:1",
+        "--adaptive",
+        "s1,s2",
+        "--no-external",
+        "-T",
+        "2",
+        "--rounds",
+        "2",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (header, rows) = read(&out.join("results.csv"));
+    assert_eq!(header, COLUMNS);
+    // 2 datasets x 1 link x (5 configs x 2 workloads + 1 oracle).
+    assert_eq!(rows.len(), 22, "{rows:?}");
+    let keys: BTreeSet<_> =
+        rows.iter().map(|r| (r[0].clone(), r[3].clone(), r[4].clone())).collect();
+    assert_eq!(keys.len(), rows.len(), "a row appears twice");
+    for ds in ["text", "climate"] {
+        for wl in ["sync", "async"] {
+            for cfg in ["none", "lz4:1", "zstd:1", "s1", "s2"] {
+                assert!(
+                    keys.contains(&(ds.into(), wl.into(), cfg.into())),
+                    "{ds} {wl} {cfg} missing"
+                );
+            }
+        }
+        assert!(keys.contains(&(ds.into(), "sync".into(), "oracle".into())));
+    }
+    for r in &rows {
+        let (bytes, secs, ratio): (u64, f64, f64) =
+            (r[1].parse().unwrap(), r[7].parse().unwrap(), r[9].parse().unwrap());
+        assert_eq!(bytes, 300_000, "{r:?}");
+        assert!(secs > 0.0 && ratio > 0.0, "{r:?}");
+        let kind = r[5].as_str();
+        assert_eq!(
+            kind,
+            match r[4].as_str() {
+                "none" => "raw",
+                "oracle" => "oracle",
+                "s1" | "s2" => "adaptive",
+                _ => "static",
+            }
+        );
+        // Async rows say how long the application computed and how much overlapped.
+        assert_eq!(r[3] == "async", !r[11].is_empty(), "{r:?}");
+        assert_eq!(r[3] == "async", !r[12].is_empty(), "{r:?}");
+        if r[3] == "async" {
+            let share: f64 = r[12].parse().unwrap();
+            assert!((0.0..=1.0).contains(&share), "{r:?}");
+        }
+    }
+    // Text compresses with zstd:1; raw stores about the input (plus headers and index).
+    let get = |ds: &str, cfg: &str| {
+        rows.iter().find(|r| r[0] == ds && r[3] == "sync" && r[4] == cfg).unwrap()
+    };
+    assert!(get("text", "zstd:1")[9].parse::<f64>().unwrap() > 1.5);
+    assert!((get("text", "none")[9].parse::<f64>().unwrap() - 1.0).abs() < 0.01);
+    // The summary and the traces of the adaptive runs are there.
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("| text | 1200 | sync |"), "{md}");
+    let traces: Vec<_> = std::fs::read_dir(out.join("traces")).unwrap().collect();
+    assert_eq!(traces.len(), 2 * 2 * 2, "s1, s2 x 2 datasets x 2 workloads");
+
+    // report and plot read the CSV back.
+    let rep = ok(&["report", out.join("results.csv").to_str().unwrap()]);
+    assert_eq!(String::from_utf8(rep.stdout).unwrap(), md);
+    let plots = dir.path().join("plots");
+    let p = ok(&["plot", out.join("results.csv").to_str().unwrap(), plots.to_str().unwrap()]);
+    let files: Vec<&str> = std::str::from_utf8(&p.stdout).unwrap().lines().collect();
+    assert_eq!(files.len(), 4, "one per dataset and workload: {files:?}");
+    for f in files {
+        assert_eq!(png_size(Path::new(f)), (1400, 700));
+    }
+}
+
+#[test]
+fn quick_preset_includes_external_tools_when_present() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&[
+        "run",
+        "--quick",
+        "--size",
+        "200000",
+        "--datasets",
+        "text",
+        "--links",
+        "1200",
+        "--workloads",
+        "sync",
+        "--cache",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (_, rows) = read(&out.join("results.csv"));
+    let zstd = Command::new("zstd").arg("--version").output().is_ok_and(|o| o.status.success());
+    // 6 static rungs + s1, s2, s3=1.5, s1-auto + oracle (+ zstd --adapt and zstd -3).
+    assert_eq!(rows.len(), 11 + if zstd { 2 } else { 0 }, "{rows:?}");
+    if zstd {
+        let adapt =
+            rows.iter().find(|r| r[4].starts_with("zstd --adapt")).expect("zstd --adapt row");
+        assert_eq!(adapt[5], "external");
+        assert!(adapt[9].parse::<f64>().unwrap() > 1.5, "{adapt:?}");
+    }
+}
+
+#[test]
+fn plot_trace_writes_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let mut s = String::new();
+    for i in 0..60u64 {
+        let cfg = ["lz4:1", "zstd:1", "zstd:3", "none", "xz:0"][(i / 12) as usize];
+        s.push_str(&format!(
+            "{{\"seq\":{i},\"offset\":{},\"raw\":1048576,\"stored\":{},\"config\":\"{cfg}\",\"reason\":\"target\",\"class\":1,\"stored_raw\":false,\"wall_s\":0.01,\"cpu_s\":0.01,\"speed_mbs\":100.0,\"agg_speed_mbs\":{},\"target_mbs\":250.0,\"link_mbs\":117.0,\"sink_s\":0.005,\"backlogged\":true,\"t_s\":{}}}\n",
+            i << 20,
+            300_000 + i * 1000,
+            200.0 + i as f64,
+            i as f64 * 0.01
+        ));
+    }
+    std::fs::write(&trace, s).unwrap();
+    let png = dir.path().join("t.png");
+    ok(&["plot-trace", trace.to_str().unwrap(), png.to_str().unwrap(), "--title", "test"]);
+    assert_eq!(png_size(&png), (1200, 800));
+
+    // Not a trace: a clear error naming the line, and no PNG.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"seq\":1}\nnot json\n").unwrap();
+    let png2 = dir.path().join("bad.png");
+    let out = bench(&["plot-trace", bad.to_str().unwrap(), png2.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!png2.exists());
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["run", "--links", "0", "--estimate"][..],
+        &["run", "--static", "zstd:99"],
+        &["run", "--adaptive", "static=zstd:3"],
+        &[
+            "run",
+            "--datasets",
+            "nope",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--cache",
+            dir.path().to_str().unwrap(),
+        ],
+        &["report", "/nonexistent.csv"],
+    ] {
+        let out = bench(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+    }
+}
+
+#[test]
+fn estimate_runs_nothing_and_states_the_time() {
+    let out = ok(&["run", "--estimate", "-T", "2"]);
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("estimated run time"), "{s}");
+    assert!(s.contains("48 static rungs"), "{s}");
+}
