@@ -20,6 +20,7 @@
 mod error;
 mod frame_codec;
 pub mod info;
+pub mod open;
 pub mod pipeline;
 pub mod scan;
 pub mod stream;
