@@ -5,6 +5,7 @@ CACHE ?= $(CURDIR)/.cache
 FUZZ_SECONDS ?= 30
 
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
+.PHONY: c-test
 
 all: build
 
@@ -18,6 +19,7 @@ demo: build
 ## make test: install what is missing, then run every test: format, lints, unit, property,
 ## integration and CLI tests, and a short fuzz run of the decoder.
 test: deps fmt-check clippy unit fuzz-smoke
+test: c-test
 
 deps:
 	scripts/deps.sh
@@ -33,6 +35,10 @@ unit:
 
 fuzz-smoke:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz-smoke.sh
+
+## make c-test: build the C API, compile examples/c against include/adz.h, run and check them.
+c-test:
+	CARGO="$(CARGO)" scripts/c-test.sh
 
 ## make bench: side-by-side figures (not part of make test); see docs/benchmarks/.
 bench: build
