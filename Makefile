@@ -5,7 +5,7 @@ CACHE ?= $(CURDIR)/.cache
 FUZZ_SECONDS ?= 30
 
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
-.PHONY: c-test
+.PHONY: python-test c-test
 
 all: build
 
@@ -19,7 +19,7 @@ demo: build
 ## make test: install what is missing, then run every test: format, lints, unit, property,
 ## integration and CLI tests, and a short fuzz run of the decoder.
 test: deps fmt-check clippy unit fuzz-smoke
-test: c-test
+test: python-test c-test
 
 deps:
 	scripts/deps.sh
@@ -35,6 +35,10 @@ unit:
 
 fuzz-smoke:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz-smoke.sh
+
+## make python-test: build the Python module with maturin in .cache/venv and run its pytest suite.
+python-test:
+	CACHE="$(CACHE)" scripts/python-test.sh
 
 ## make c-test: build the C API, compile examples/c against include/adz.h, run and check them.
 c-test:
