@@ -7,6 +7,7 @@ FUZZ_SECONDS ?= 30
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
 .PHONY: s3-test
 .PHONY: evaluate evaluate-quick
+.PHONY: python-test c-test
 
 all: build
 
@@ -19,7 +20,7 @@ demo: build
 
 ## make test: install what is missing, then run every test: format, lints, unit, property,
 ## integration and CLI tests, and a short fuzz run of the decoder.
-test: deps fmt-check clippy unit s3-test fuzz-smoke
+test: deps fmt-check clippy unit s3-test python-test c-test fuzz-smoke
 
 deps:
 	scripts/deps.sh
@@ -44,6 +45,13 @@ s3-test:
 	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
 	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
 	$(CARGO) test --workspace --test s3
+## make python-test: build the Python module with maturin in .cache/venv and run its pytest suite.
+python-test:
+	CACHE="$(CACHE)" scripts/python-test.sh
+
+## make c-test: build the C API, compile examples/c against include/adz.h, run and check them.
+c-test:
+	CARGO="$(CARGO)" scripts/c-test.sh
 
 ## make bench: side-by-side figures (not part of make test); see docs/benchmarks/.
 bench: build

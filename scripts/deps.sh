@@ -39,4 +39,14 @@ if [ "${1:-}" = bench ]; then
         fi
     fi
 fi
+# The bindings: a C compiler for examples/c, Open MPI for its MPI example, python3 with venv
+# for the Python module (scripts/python-test.sh installs maturin, pytest, numpy into the venv).
+apt_install() {
+    if need_cmd apt-get; then
+        (apt-get update -qq && apt-get install -y -qq "$@") >/dev/null || echo "deps: could not install $*" >&2
+    fi
+}
+if ! need_cmd cc && ! need_cmd gcc; then apt_install gcc; fi
+if ! need_cmd mpicc || ! need_cmd mpirun; then apt_install openmpi-bin libopenmpi-dev; fi
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then apt_install python3-venv; fi
 echo "deps: ok"

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use adz_core::control::{Hint, Link, Strategy};
 use adz_core::format::{CodecId, CodecSpec, FilterSpec, Filters};
 use adz_core::store::{LinkSpeed, NullStorage, Throttled};
-use adz_core::{verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer};
+use adz_core::{open, verify_stream, FileInfo, TraceSink, WriteOptions, WriteSummary, Writer};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
@@ -226,54 +226,23 @@ struct VerifyArgs {
     quiet: bool,
 }
 
+// The text forms are parsed by the library, so the bindings accept the same spellings.
 /// `1234`, `64K`, `1M`, `2G` (binary units) as a byte count.
 pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 4096, 64K, 1MiB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => {
-            return Err(format!("unknown unit in {s:?}; use K, M, G or T (binary), e.g. 64K, 1MiB"))
-        }
-    };
-    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+    open::parse_bytes(s).map_err(|e| e.0)
 }
 
-/// `auto` or a rate (`1GbE`, `500MB/s`, ...).
+/// A block size of 1 byte ..= 64 MiB.
+fn parse_size(s: &str) -> Result<u32, String> {
+    open::parse_block_size(s).map_err(|e| e.0)
+}
+
 fn parse_link(s: &str) -> Result<Link, String> {
-    if s.trim().eq_ignore_ascii_case("auto") {
-        return Ok(Link::Auto);
-    }
-    s.parse::<LinkSpeed>().map(|l| Link::Fixed(l.bytes_per_sec())).map_err(|e| e.to_string())
+    open::parse_link(s).map_err(|e| e.0)
 }
 
-/// `HINT`, `HINT@START..END`, or `no-compress=START..END`.
 fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
-    let range = |r: &str| -> Result<Range<u64>, String> {
-        let (a, b) =
-            r.split_once("..").ok_or_else(|| format!("{r:?} is not a range START..END"))?;
-        let (a, b) = (parse_bytes(a)?, parse_bytes(b)?);
-        if a >= b {
-            return Err(format!("the range {r:?} is empty"));
-        }
-        Ok(a..b)
-    };
-    let (hint, r) = match (s.split_once('@'), s.strip_prefix("no-compress=")) {
-        (Some((h, r)), _) => (h, Some(range(r)?)),
-        (None, Some(r)) => ("no-compress", Some(range(r)?)),
-        (None, None) => (s, None),
-    };
-    let hint: Hint = hint.parse().map_err(|e: adz_core::control::Error| e.to_string())?;
-    if r.is_some() && matches!(hint, Hint::ReadsPerWrite(_)) {
-        return Err("reads-per-write is about the whole file; it takes no @START..END".to_owned());
-    }
-    Ok((r, hint))
+    open::parse_hint(s).map_err(|e| e.0)
 }
 
 fn main() -> ExitCode {
@@ -385,7 +354,7 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         upload = Throttled::new(NullStorage::new(), r).burst(burst).wrap_upload(upload);
     }
     let mut writer = Writer::with_upload(upload, opts)?;
-    predict::start_from_file(&mut writer, &input, a.block_size)?;
+    predict::start_from_file(&mut writer, &input, block_size)?;
     for (range, hint) in range_hints {
         writer.advise(range, hint)?;
     }

@@ -140,13 +140,10 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
     cfg.sample.max_slice = a.block_size as usize;
     // stdin is read into memory (bounded); a file is sampled where it lies.
     let stdin_data = match &input {
-        Input::Stdin => {
+        // An object is read like stdin: its first --stdin-limit bytes.
+        Input::Stdin | Input::Remote(_) => {
             let mut buf = Vec::new();
-            std::io::stdin()
-                .lock()
-                .take(a.stdin_limit)
-                .read_to_end(&mut buf)
-                .context("reading stdin")?;
+            input.reader()?.take(a.stdin_limit).read_to_end(&mut buf).context("reading stdin")?;
             Some(buf)
         }
         Input::File { .. } => None,
@@ -159,7 +156,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
             Sample::from_reader(std::io::BufReader::new(f), *len, &cfg.sample)
                 .with_context(|| format!("sampling {}", input.describe()))?
         }
-        (Input::Stdin, None) => unreachable!("stdin is read above"),
+        (Input::Stdin | Input::Remote(_), None) => unreachable!("stdin and objects are read above"),
     };
     let link = match a.link {
         Link::Fixed(l) => Some(l),

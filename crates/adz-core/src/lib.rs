@@ -21,10 +21,11 @@ pub mod cost;
 mod error;
 mod frame_codec;
 pub mod info;
+pub mod open;
 pub mod pipeline;
+pub mod predict;
 pub mod reader;
 pub mod recover;
-pub mod predict;
 pub mod scan;
 pub mod stream;
 

@@ -1,0 +1,667 @@
+//! The exported functions. The only module of the workspace that allows `unsafe`: it takes
+//! raw pointers from C (strings, buffers, handles, out-parameters) and must mark functions
+//! `#[no_mangle]`. Every pointer is checked for null before use; every function body runs
+//! inside `catch_unwind`, so no panic unwinds into C.
+#![allow(unsafe_code)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use adz_core::open::{create_writer, parse_hint, parse_link, parse_strategy};
+use adz_core::{Error, WriteHandle, WriteOptions, Writer};
+
+/// Success.
+pub const ADZ_OK: c_int = 0;
+/// A bad argument: a null pointer, text that does not parse, an impossible value.
+pub const ADZ_E_ARG: c_int = -1;
+/// The handle was closed (`adz_writer_close`); only `..._free` is allowed on it now.
+pub const ADZ_E_CLOSED: c_int = -2;
+/// Reading or writing storage failed.
+pub const ADZ_E_IO: c_int = -3;
+/// The file is damaged or not an adz file.
+pub const ADZ_E_CORRUPT: c_int = -4;
+/// The write failed (a storage error on the way, say); nothing was committed, the writer
+/// can only be freed.
+pub const ADZ_E_WRITE_FAILED: c_int = -5;
+/// Not supported (yet): the random-access reader.
+pub const ADZ_E_UNSUPPORTED: c_int = -6;
+/// No such file or object.
+pub const ADZ_E_NOT_FOUND: c_int = -7;
+/// A bug in adz (a caught panic). The message says where.
+pub const ADZ_E_INTERNAL: c_int = -99;
+
+/// What a write did, filled in by `adz_writer_close`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdzSummary {
+    /// Raw bytes written by the application.
+    pub raw_bytes: u64,
+    /// Bytes of the adz file.
+    pub stored_bytes: u64,
+    /// Frames (blocks) in the file.
+    pub frames: u64,
+    /// Wall time from open to close, seconds.
+    pub seconds: f64,
+    /// The link speed the controller used at the end (given or measured), bytes/s; 0 if
+    /// unknown.
+    pub link_bytes_per_sec: f64,
+    /// Time the storage was busy, seconds.
+    pub sink_seconds: f64,
+}
+
+/// An open writer (`adz_writer` in C).
+pub struct AdzWriter {
+    state: Mutex<WriterState>,
+}
+
+enum WriterState {
+    Open { writer: Box<Writer>, pending: Vec<Weak<AdzWrite>> },
+    Closed,
+}
+
+/// An asynchronous write in progress (`adz_write` in C).
+pub struct AdzWrite {
+    state: Mutex<AsyncState>,
+}
+
+enum AsyncState {
+    Pending(WriteHandle<CallerBuffer>),
+    Done(c_int, String),
+}
+
+/// A reader (`adz_reader` in C). READER-HOOK: holds the random-access reader once it exists.
+pub struct AdzReader {
+    _private: (),
+}
+
+/// A buffer owned by the C caller, who promises (as with `lwrite_async`) to keep it valid and
+/// unchanged until the write is waited for.
+struct CallerBuffer {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the pipeline only reads the buffer; the caller keeps it alive and unmodified until
+// `adz_write_wait` (or `adz_writer_close`, which waits for every block) returns.
+unsafe impl Send for CallerBuffer {}
+// SAFETY: as above; shared reads of bytes nobody writes are sound.
+unsafe impl Sync for CallerBuffer {}
+
+impl AsRef<[u8]> for CallerBuffer {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: ptr is non-null (checked at the call) and valid for len bytes by the
+        // caller's promise above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+type Failure = (c_int, String);
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Run `f` at the boundary: its error becomes a code and a message, a panic becomes
+/// `ADZ_E_INTERNAL`.
+fn guard(f: impl FnOnce() -> Result<c_int, Failure>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(code)) => {
+            set_last_error("");
+            code
+        }
+        Ok(Err((code, msg))) => {
+            set_last_error(&msg);
+            code
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".to_owned());
+            set_last_error(&format!("internal error (a bug in adz): {what}"));
+            ADZ_E_INTERNAL
+        }
+    }
+}
+
+fn arg(msg: impl Into<String>) -> Failure {
+    (ADZ_E_ARG, msg.into())
+}
+
+fn code_of(e: &Error) -> c_int {
+    match e {
+        Error::Format(_) | Error::Codec { .. } => ADZ_E_CORRUPT,
+        Error::Store(adz_core::store::Error::NotFound { .. }) => ADZ_E_NOT_FOUND,
+        Error::Store(adz_core::store::Error::InvalidName { .. }) | Error::Config(_) => ADZ_E_ARG,
+        Error::Pipeline(_) => ADZ_E_WRITE_FAILED,
+        _ => ADZ_E_IO,
+    }
+}
+
+fn fail(e: Error) -> Failure {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    (code_of(&e), msg)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A C string argument: `None` for NULL, an error for invalid UTF-8.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string.
+unsafe fn opt_str<'a>(p: *const c_char, what: &str) -> Result<Option<&'a str>, Failure> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map(Some).map_err(|_| arg(format!("{what} is not valid UTF-8")))
+}
+
+/// # Safety
+/// `w` is NULL or a pointer returned by `adz_writer_open` and not yet freed.
+unsafe fn writer_ref<'a>(w: *mut AdzWriter) -> Result<&'a AdzWriter, Failure> {
+    // SAFETY: the caller's contract.
+    unsafe { w.as_ref() }.ok_or_else(|| arg("the writer is NULL"))
+}
+
+/// Open a writer on `path` (a local path; object-store URLs when adz-store has them).
+/// `strategy`: NULL for `throughput`, or `keep-pace`, `prolong=F`, `archive`,
+/// `static=zstd:3` ...; `link`: NULL for `auto`, or `1GbE`, `500MB/s` ...; `threads`: 0 for
+/// one per core. Nothing appears under `path` until `adz_writer_close` succeeds.
+///
+/// # Safety
+/// `path`, `strategy` and `link` are NULL or NUL-terminated strings; `out` is NULL or
+/// points to writable memory for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_open(
+    path: *const c_char,
+    strategy: *const c_char,
+    link: *const c_char,
+    threads: u32,
+    out: *mut *mut AdzWriter,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(arg("out is NULL"));
+        }
+        // SAFETY: out is non-null and writable by the caller's contract.
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: the caller's contract for the strings.
+        let path = unsafe { opt_str(path, "path") }?.ok_or_else(|| arg("path is NULL"))?;
+        let mut opts = WriteOptions { threads: threads as usize, ..WriteOptions::default() };
+        // SAFETY: as above.
+        if let Some(s) = unsafe { opt_str(strategy, "strategy") }? {
+            opts.strategy = parse_strategy(s).map_err(|e| arg(e.0))?;
+        }
+        // SAFETY: as above.
+        if let Some(l) = unsafe { opt_str(link, "link") }? {
+            opts.link = parse_link(l).map_err(|e| arg(e.0))?;
+        }
+        let writer = create_writer(path, opts).map_err(|e| {
+            let (code, msg) = fail(e);
+            (code, format!("cannot create {path}: {msg}"))
+        })?;
+        let boxed = Box::new(AdzWriter {
+            state: Mutex::new(WriterState::Open { writer: Box::new(writer), pending: Vec::new() }),
+        });
+        // SAFETY: checked non-null above.
+        unsafe { *out = Box::into_raw(boxed) };
+        Ok(ADZ_OK)
+    })
+}
+
+/// Run `f` on an open writer. A failed write leaves the writer unusable but not closed.
+///
+/// # Safety
+/// As [`writer_ref`].
+unsafe fn with_writer(
+    w: *mut AdzWriter,
+    f: impl FnOnce(&mut Writer, &mut Vec<Weak<AdzWrite>>) -> Result<c_int, Failure>,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { writer_ref(w) }?;
+        let mut st = lock(&w.state);
+        match &mut *st {
+            WriterState::Open { writer, pending } => f(writer, pending),
+            WriterState::Closed => Err((ADZ_E_CLOSED, "the writer is closed".to_owned())),
+        }
+    })
+}
+
+/// Give a hint for the raw bytes `start..end` not yet written: `no-compress`, `write-once`,
+/// `hot`, `dtype=f64` (f32, i16, u32, ...). `adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")`
+/// before the first write covers the whole file.
+///
+/// # Safety
+/// `w` is NULL or a live writer; `hint` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_advise(
+    w: *mut AdzWriter,
+    start: u64,
+    end: u64,
+    hint: *const c_char,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_writer(w, |writer, _| {
+            let h = opt_str(hint, "hint")?.ok_or_else(|| arg("hint is NULL"))?;
+            let (range, hint) = parse_hint(h).map_err(|e| arg(e.0))?;
+            if range.is_some() {
+                return Err(arg("give the range as start and end, not in the hint text"));
+            }
+            writer.advise(start..end, hint).map_err(fail)?;
+            Ok(ADZ_OK)
+        })
+    }
+}
+
+/// Write `len` bytes from `buf`. Returns once they are in the pipeline's buffers (the caller
+/// may reuse `buf` at once); compression and storage go on in the background.
+///
+/// # Safety
+/// `w` is NULL or a live writer; `buf` is NULL (only with `len` 0) or valid for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_write(
+    w: *mut AdzWriter,
+    buf: *const std::ffi::c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_writer(w, |writer, _| {
+            if len == 0 {
+                return Ok(ADZ_OK);
+            }
+            if buf.is_null() {
+                return Err(arg("buf is NULL"));
+            }
+            // SAFETY: non-null and valid for len bytes by the caller's contract.
+            let data = std::slice::from_raw_parts(buf.cast::<u8>(), len);
+            writer.write(data).map_err(fail)?;
+            Ok(ADZ_OK)
+        })
+    }
+}
+
+/// Write `len` bytes from `buf` asynchronously: returns at once with a handle in `*out`. The
+/// blocks are compressed straight from `buf` (no copy): keep it valid and unchanged until
+/// `adz_write_wait` on the handle (or `adz_writer_wait_all`, or `adz_writer_close`) returns.
+/// Free the handle with `adz_write_free`.
+///
+/// # Safety
+/// `w` is NULL or a live writer; `buf` is NULL (only with `len` 0) or valid for `len` bytes
+/// until the write is waited for; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_write_async(
+    w: *mut AdzWriter,
+    buf: *const std::ffi::c_void,
+    len: usize,
+    out: *mut *mut AdzWrite,
+) -> c_int {
+    if out.is_null() {
+        return guard(|| Err(arg("out is NULL")));
+    }
+    // SAFETY: out is non-null and writable by the caller's contract.
+    unsafe { *out = std::ptr::null_mut() };
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_writer(w, |writer, pending| {
+            if buf.is_null() && len != 0 {
+                return Err(arg("buf is NULL"));
+            }
+            let handle =
+                writer.write_async(CallerBuffer { ptr: buf.cast::<u8>(), len }).map_err(fail)?;
+            let state = Arc::new(AdzWrite { state: Mutex::new(AsyncState::Pending(handle)) });
+            pending.retain(|p| p.strong_count() > 0);
+            pending.push(Arc::downgrade(&state));
+            *out = Arc::into_raw(state).cast_mut();
+            Ok(ADZ_OK)
+        })
+    }
+}
+
+fn wait_one(h: &AdzWrite) -> Result<c_int, Failure> {
+    let mut st = lock(&h.state);
+    if let AsyncState::Pending(_) = &*st {
+        let AsyncState::Pending(handle) =
+            std::mem::replace(&mut *st, AsyncState::Done(ADZ_OK, String::new()))
+        else {
+            return Ok(ADZ_OK);
+        };
+        if let Err(e) = handle.wait() {
+            let (code, msg) = fail(e);
+            *st = AsyncState::Done(code, msg);
+        }
+    }
+    match &*st {
+        AsyncState::Done(ADZ_OK, _) => Ok(ADZ_OK),
+        AsyncState::Done(code, msg) => Err((*code, msg.clone())),
+        AsyncState::Pending(_) => Ok(ADZ_OK),
+    }
+}
+
+/// Wait until every block of the asynchronous write `h` is compressed: its buffer may then be
+/// reused or freed. Waiting again returns the same result.
+///
+/// # Safety
+/// `h` is NULL or a handle from `adz_writer_write_async` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn adz_write_wait(h: *mut AdzWrite) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let h = unsafe { h.as_ref() }.ok_or_else(|| arg("the write handle is NULL"))?;
+        wait_one(h)
+    })
+}
+
+/// 1 if the asynchronous write `h` is finished (its buffer is free), 0 if not, or a negative
+/// error code. Never blocks.
+///
+/// # Safety
+/// As `adz_write_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn adz_write_done(h: *mut AdzWrite) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let h = unsafe { h.as_ref() }.ok_or_else(|| arg("the write handle is NULL"))?;
+        match &*lock(&h.state) {
+            AsyncState::Pending(handle) => Ok(c_int::from(handle.is_done())),
+            AsyncState::Done(ADZ_OK, _) => Ok(1),
+            AsyncState::Done(code, msg) => Err((*code, msg.clone())),
+        }
+    })
+}
+
+/// Free an asynchronous write handle. A write not yet waited for goes on (the writer's close
+/// waits for it). NULL is ignored.
+///
+/// # Safety
+/// `h` is NULL or a handle from `adz_writer_write_async` not yet freed; it is invalid after.
+#[no_mangle]
+pub unsafe extern "C" fn adz_write_free(h: *mut AdzWrite) {
+    if h.is_null() {
+        return;
+    }
+    guard(|| {
+        // SAFETY: h came from Arc::into_raw in adz_writer_write_async and is freed once.
+        drop(unsafe { Arc::from_raw(h.cast_const()) });
+        Ok(ADZ_OK)
+    });
+}
+
+/// Wait for every asynchronous write of `w` issued so far. Returns the first error.
+///
+/// # Safety
+/// `w` is NULL or a live writer.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_wait_all(w: *mut AdzWriter) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { writer_ref(w) }?;
+        let handles: Vec<Arc<AdzWrite>> = match &mut *lock(&w.state) {
+            WriterState::Open { pending, .. } => {
+                let live = pending.iter().filter_map(Weak::upgrade).collect();
+                pending.clear();
+                live
+            }
+            WriterState::Closed => return Err((ADZ_E_CLOSED, "the writer is closed".to_owned())),
+        };
+        // Not under the writer's lock: a write on another thread may go on meanwhile.
+        let mut first = Ok(ADZ_OK);
+        for h in handles {
+            let r = wait_one(&h);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
+/// Finish the file: write the last block and the index, wait for storage, and commit (the
+/// file appears under its name only now). Fills `*summary` if it is not NULL. The writer is
+/// closed afterwards, whether this succeeded or not: free it with `adz_writer_free`.
+///
+/// # Safety
+/// `w` is NULL or a live writer; `summary` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_close(w: *mut AdzWriter, summary: *mut AdzSummary) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { writer_ref(w) }?;
+        let st = std::mem::replace(&mut *lock(&w.state), WriterState::Closed);
+        let WriterState::Open { writer, .. } = st else {
+            return Err((ADZ_E_CLOSED, "the writer is already closed".to_owned()));
+        };
+        let s = writer.finish().map_err(fail)?;
+        // SAFETY: the caller's contract.
+        if let Some(out) = unsafe { summary.as_mut() } {
+            *out = AdzSummary {
+                raw_bytes: s.raw_bytes,
+                stored_bytes: s.stored_bytes,
+                frames: s.frames,
+                seconds: s.seconds,
+                link_bytes_per_sec: s.link.unwrap_or(0.0),
+                sink_seconds: s.sink_seconds,
+            };
+        }
+        Ok(ADZ_OK)
+    })
+}
+
+/// Free a writer. If it was not closed, the write is abandoned and nothing is committed.
+/// NULL is ignored.
+///
+/// # Safety
+/// `w` is NULL or a pointer from `adz_writer_open` not yet freed; it is invalid after.
+#[no_mangle]
+pub unsafe extern "C" fn adz_writer_free(w: *mut AdzWriter) {
+    if w.is_null() {
+        return;
+    }
+    guard(|| {
+        // SAFETY: w came from Box::into_raw in adz_writer_open and is freed once.
+        drop(unsafe { Box::from_raw(w) });
+        Ok(ADZ_OK)
+    });
+}
+
+/// Open `path` for random-access reads. READER-HOOK: returns `ADZ_E_UNSUPPORTED` until the
+/// random-access reader lands in adz-core; it will open it here.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn adz_reader_open(path: *const c_char, out: *mut *mut AdzReader) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(arg("out is NULL"));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: the caller's contract.
+        unsafe { opt_str(path, "path") }?.ok_or_else(|| arg("path is NULL"))?;
+        Err((ADZ_E_UNSUPPORTED, "the random-access reader is not available yet".to_owned()))
+    })
+}
+
+/// Read up to `len` bytes at raw offset `offset` into `buf`; `*got` is set to the bytes read
+/// (fewer only at the end of the data). READER-HOOK: `ADZ_E_UNSUPPORTED` for now.
+///
+/// # Safety
+/// `r` is NULL or a live reader; `buf` valid for `len` bytes; `got` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn adz_reader_pread(
+    r: *mut AdzReader,
+    buf: *mut std::ffi::c_void,
+    len: usize,
+    offset: u64,
+    got: *mut usize,
+) -> c_int {
+    guard(|| {
+        if r.is_null() {
+            return Err(arg("the reader is NULL"));
+        }
+        if buf.is_null() && len != 0 {
+            return Err(arg("buf is NULL"));
+        }
+        if got.is_null() {
+            return Err(arg("got is NULL"));
+        }
+        let _ = offset;
+        Err((ADZ_E_UNSUPPORTED, "the random-access reader is not available yet".to_owned()))
+    })
+}
+
+/// Free a reader. NULL is ignored.
+///
+/// # Safety
+/// `r` is NULL or a pointer from `adz_reader_open` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn adz_reader_free(r: *mut AdzReader) {
+    if r.is_null() {
+        return;
+    }
+    guard(|| {
+        // SAFETY: r came from Box::into_raw and is freed once.
+        drop(unsafe { Box::from_raw(r) });
+        Ok(ADZ_OK)
+    });
+}
+
+/// The message of the last failed call on this thread ("" after a success). The pointer is
+/// valid until the next adz call on this thread.
+#[no_mangle]
+pub extern "C" fn adz_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The name of an error code (`"ADZ_E_ARG"`), or `"unknown"`.
+#[no_mangle]
+pub extern "C" fn adz_error_name(code: c_int) -> *const c_char {
+    let s: &'static CStr = match code {
+        ADZ_OK => c"ADZ_OK",
+        ADZ_E_ARG => c"ADZ_E_ARG",
+        ADZ_E_CLOSED => c"ADZ_E_CLOSED",
+        ADZ_E_IO => c"ADZ_E_IO",
+        ADZ_E_CORRUPT => c"ADZ_E_CORRUPT",
+        ADZ_E_WRITE_FAILED => c"ADZ_E_WRITE_FAILED",
+        ADZ_E_UNSUPPORTED => c"ADZ_E_UNSUPPORTED",
+        ADZ_E_NOT_FOUND => c"ADZ_E_NOT_FOUND",
+        ADZ_E_INTERNAL => c"ADZ_E_INTERNAL",
+        _ => c"unknown",
+    };
+    s.as_ptr()
+}
+
+/// The library's version (`"0.1.0"`).
+#[no_mangle]
+pub extern "C" fn adz_version() -> *const c_char {
+    static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::null_mut;
+
+    fn last() -> String {
+        // SAFETY: adz_last_error returns a valid NUL-terminated string.
+        unsafe { CStr::from_ptr(adz_last_error()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn write_sync_and_async_then_close_commits_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().join("o.adz").to_str().unwrap()).unwrap();
+        let mut w = null_mut();
+        // SAFETY: valid arguments throughout.
+        unsafe {
+            assert_eq!(
+                adz_writer_open(path.as_ptr(), c"static=zstd:1".as_ptr(), null_mut(), 2, &mut w),
+                ADZ_OK
+            );
+            assert_eq!(adz_writer_advise(w, 0, u64::MAX, c"dtype=f64".as_ptr()), ADZ_OK);
+            let a = vec![3u8; 3 << 20];
+            assert_eq!(adz_writer_write(w, a.as_ptr().cast(), a.len()), ADZ_OK);
+            let mut h = null_mut();
+            assert_eq!(adz_writer_write_async(w, a.as_ptr().cast(), a.len(), &mut h), ADZ_OK);
+            assert!(!dir.path().join("o.adz").exists(), "visible before close");
+            assert_eq!(adz_write_wait(h), ADZ_OK);
+            assert_eq!(adz_write_done(h), 1);
+            adz_write_free(h);
+            assert_eq!(adz_writer_wait_all(w), ADZ_OK);
+            let mut s = AdzSummary::default();
+            assert_eq!(adz_writer_close(w, &mut s), ADZ_OK);
+            assert_eq!(s.raw_bytes, 6 << 20);
+            assert_eq!(adz_writer_write(w, a.as_ptr().cast(), 1), ADZ_E_CLOSED);
+            assert!(last().contains("closed"));
+            assert_eq!(adz_writer_close(w, null_mut()), ADZ_E_CLOSED);
+            adz_writer_free(w);
+        }
+        let file = std::fs::read(dir.path().join("o.adz")).unwrap();
+        let back = adz_core::open::decompress_slice(&file, None).unwrap();
+        assert_eq!(back, vec![3u8; 6 << 20]);
+    }
+
+    #[test]
+    fn bad_arguments_are_codes_with_messages() {
+        let mut w = null_mut();
+        // SAFETY: null pointers are what is being tested; the rest is valid.
+        unsafe {
+            assert_eq!(adz_writer_open(null_mut(), null_mut(), null_mut(), 0, &mut w), ADZ_E_ARG);
+            assert!(last().contains("path"));
+            assert_eq!(
+                adz_writer_open(c"x.adz".as_ptr(), null_mut(), null_mut(), 0, null_mut()),
+                ADZ_E_ARG
+            );
+            assert_eq!(
+                adz_writer_open(c"x.adz".as_ptr(), c"fastest".as_ptr(), null_mut(), 0, &mut w),
+                ADZ_E_ARG
+            );
+            assert!(last().contains("throughput"), "{}", last());
+            assert!(w.is_null());
+            assert_eq!(
+                adz_writer_open(
+                    c"/nonexistent-dir/x.adz".as_ptr(),
+                    null_mut(),
+                    null_mut(),
+                    1,
+                    &mut w
+                ),
+                ADZ_E_IO
+            );
+            assert_eq!(adz_writer_write(null_mut(), null_mut(), 0), ADZ_E_ARG);
+            assert_eq!(adz_write_wait(null_mut()), ADZ_E_ARG);
+            assert_eq!(adz_writer_close(null_mut(), null_mut()), ADZ_E_ARG);
+            adz_writer_free(null_mut());
+            adz_write_free(null_mut());
+            let mut r = null_mut();
+            assert_eq!(adz_reader_open(c"x.adz".as_ptr(), &mut r), ADZ_E_UNSUPPORTED);
+            let name = CStr::from_ptr(adz_error_name(ADZ_E_CLOSED));
+            assert_eq!(name.to_str().unwrap(), "ADZ_E_CLOSED");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+"""adz: adaptive compression on the storage I/O path, from Python.
+
+    import adz, numpy as np
+
+    field = np.random.default_rng(0).normal(size=(1024, 1024))
+    with adz.open("field.adz", "wb", strategy="keep-pace", link="1GbE",
+                  hints=["dtype=f64"]) as f:
+        f.write(field)                  # returns once buffered
+        fut = f.write_async(field)      # returns at once, no copy
+        ...                             # compute; do not change `field` meanwhile
+        fut.wait()                      # `field` may change again
+    print(f.summary["ratio"])
+
+    with adz.open("field.adz", "rb") as f:
+        back = np.frombuffer(f.read(), dtype=np.float64)
+
+Writers are `io.RawIOBase` objects: `shutil.copyfileobj`, `numpy.save` and `tarfile`
+work on them (not `ndarray.tofile`, which needs a file descriptor). Nothing appears under the
+path until `close()` succeeds; a writer left by an exception in a `with` block, or
+garbage-collected unclosed, commits nothing.
+
+Readers decode sequentially, checking every checksum; a damaged file raises `CorruptData` and
+never returns wrong bytes. Seeking is not available yet (it needs the random-access reader).
+
+Errors: `adz.Error` is the base of `CorruptData`, `StorageError` (and its `NotFound`),
+`ConfigError` and `WriteFailed`.
+"""
+
+import io
+import os
+import warnings
+
+from . import _adz
+from ._adz import (
+    ConfigError,
+    CorruptData,
+    Error,
+    NotFound,
+    StorageError,
+    WriteFailed,
+    compress,
+    decompress,
+)
+
+__version__ = _adz.__version__
+
+__all__ = [
+    "open",
+    "Writer",
+    "Reader",
+    "WriteFuture",
+    "compress",
+    "decompress",
+    "Error",
+    "CorruptData",
+    "StorageError",
+    "NotFound",
+    "ConfigError",
+    "WriteFailed",
+]
+
+WriteFuture = _adz.WriteFuture
+
+
+def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
+         block_size=None, buffers=None, hints=()):
+    """Open an adz file.
+
+    mode "wb": a `Writer` through the adaptive pipeline. strategy: "throughput" (S1, the
+    fastest write), "keep-pace" (S2), "prolong=F" (S3), "archive", "static=zstd:3", ...;
+    link: "auto" (measured) or a speed ("1GbE", "10GbE", "500MB/s"); threads: compression
+    threads (None: one per core); block_size: raw bytes per block (default 1 MiB);
+    hints: strings such as "dtype=f64", "write-once", "no-compress@0..1M".
+
+    mode "rb": a `Reader` that decodes sequentially.
+    """
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if mode in ("wb", "w", "xb", "x"):
+        if mode.startswith("x") and os.path.exists(path):
+            raise FileExistsError(path)
+        if isinstance(hints, str):
+            hints = [hints]
+        return Writer(path, strategy=strategy, link=link, threads=threads,
+                      block_size=block_size, buffers=buffers, hints=list(hints))
+    if mode in ("rb", "r"):
+        return Reader(path)
+    raise ValueError(f"invalid mode {mode!r}: use 'rb' or 'wb' (adz files are binary)")
+
+
+class Writer(io.RawIOBase):
+    """A binary file object that compresses what is written to it into an adz file."""
+
+    def __init__(self, path, **options):
+        super().__init__()
+        self._w = _adz.open_writer(path, **options)
+        self.name = path
+        self.summary = None
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        """Write a bytes-like object (numpy arrays included); returns once it is buffered."""
+        self._check_open()
+        return self._w.write(b)
+
+    def write_async(self, b):
+        """Write without a copy; returns a WriteFuture at once. Do not change `b` until
+        `future.wait()` returns (or `future.done()` is true)."""
+        self._check_open()
+        return self._w.write_async(b)
+
+    def advise(self, start, end, hint):
+        """Hint for raw bytes start..end not yet written: "no-compress", "write-once",
+        "hot", "dtype=f64", ..."""
+        self._check_open()
+        self._w.advise(start, end, hint)
+
+    def tell(self):
+        self._check_open()
+        return self._w.tell()
+
+    def seekable(self):
+        return False
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        raise io.UnsupportedOperation("adz writers are sequential: seek is not supported")
+
+    def flush(self):
+        # Written data is already in the pipeline; it is durable once close() commits.
+        self._check_open()
+
+    def close(self):
+        """Finish and commit the file; returns the summary dict (also in `.summary`)."""
+        if not self.closed:
+            try:
+                self.summary = self._w.close()
+            finally:
+                super().close()
+        return self.summary
+
+    def abort(self):
+        """Abandon the write: nothing is committed."""
+        if not self.closed:
+            self._w.abort()
+            super().close()
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
+        return False
+
+    def __del__(self):
+        w = getattr(self, "_w", None)
+        if w is not None and not w.closed:
+            warnings.warn(f"adz writer for {self.name!r} was never closed: nothing was "
+                          "committed", ResourceWarning, stacklevel=2)
+            w.abort()
+        try:
+            super().close()
+        except Exception:
+            pass
+
+    def _check_open(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+
+    def __repr__(self):
+        return f"<adz.Writer name={self.name!r} closed={self.closed}>"
+
+
+class Reader(io.RawIOBase):
+    """A binary file object that decodes an adz file from its start, checking every checksum."""
+
+    def __init__(self, path):
+        super().__init__()
+        self._r = _adz.open_reader(path)
+        self.name = path
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        self._check_open()
+        return self._r.readinto(b)
+
+    def read(self, size=-1):
+        self._check_open()
+        if size is None:
+            size = -1
+        return self._r.read(size)
+
+    def readall(self):
+        return self.read(-1)
+
+    def tell(self):
+        self._check_open()
+        return self._r.tell()
+
+    # READER-HOOK: with adz-core's random-access reader, seekable() becomes True and seek()
+    # and pread(offset, n) read only the frames a range needs.
+    def seekable(self):
+        return False
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        raise io.UnsupportedOperation(
+            "adz readers do not seek yet: they decode sequentially (random access comes with "
+            "the random-access reader)")
+
+    def close(self):
+        if not self.closed:
+            self._r.close()
+            super().close()
+
+    def _check_open(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+
+    def __repr__(self):
+        return f"<adz.Reader name={self.name!r} closed={self.closed}>"

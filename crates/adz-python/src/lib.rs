@@ -1,0 +1,464 @@
+//! `adz._adz`: the native half of the `adz` Python package (the Python half, `python/adz`,
+//! makes these into `io.RawIOBase` file objects and a numcodecs codec).
+//!
+//! Everything that can wait (a write that blocks on a full pipeline, a wait, a close, a read)
+//! runs with the GIL released, so Python threads and numpy go on meanwhile. That is also what
+//! keeps it free of deadlocks: pipeline threads that drop the last reference to a Python
+//! buffer need nothing from the thread that waits on them.
+//!
+//! The logic lives in `adz_core`; this crate converts arguments, buffers and errors.
+
+mod buffer;
+
+use std::io::Read;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use adz_core::open::{
+    check_block_size, compress_to_vec, create_writer, decompress_slice, open_stream, parse_hint,
+    parse_link, parse_strategy, StorageRead,
+};
+use adz_core::{Decoder, Error, WriteHandle, WriteOptions, WriteSummary, Writer};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::buffer::Pinned;
+
+create_exception!(_adz, AdzError, PyException, "Base class of every adz error.");
+create_exception!(
+    _adz,
+    CorruptData,
+    AdzError,
+    "The data is damaged or not an adz file; no wrong bytes were returned."
+);
+create_exception!(_adz, StorageError, AdzError, "Reading or writing storage failed.");
+create_exception!(_adz, NotFound, StorageError, "No such file or object.");
+create_exception!(
+    _adz,
+    ConfigError,
+    AdzError,
+    "An option (strategy, link, hint, block size) has a value that cannot work."
+);
+create_exception!(
+    _adz,
+    WriteFailed,
+    AdzError,
+    "The write failed (a storage error on the way); nothing was committed."
+);
+
+/// The Python exception for an adz error, with the whole cause chain in its message.
+fn to_py(e: Error) -> PyErr {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    match e {
+        Error::Format(_) | Error::Codec { .. } => CorruptData::new_err(msg),
+        Error::Store(adz_core::store::Error::NotFound { .. }) => NotFound::new_err(msg),
+        Error::Store(adz_core::store::Error::InvalidName { .. }) | Error::Config(_) => {
+            ConfigError::new_err(msg)
+        }
+        Error::Pipeline(_) => WriteFailed::new_err(msg),
+        _ => StorageError::new_err(msg),
+    }
+}
+
+/// An I/O error from a `Read` adapter, turned back into the adz error inside it if there is one.
+fn io_to_py(e: std::io::Error) -> PyErr {
+    let kind = e.kind();
+    match e.into_inner() {
+        Some(inner) => match inner.downcast::<Error>() {
+            Ok(typed) => to_py(*typed),
+            Err(other) => StorageError::new_err(other.to_string()),
+        },
+        None => StorageError::new_err(format!("{kind}")),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("I/O operation on closed file")
+}
+
+/// Hints for byte ranges, given to the writer after it is created.
+type RangeHints = Vec<(std::ops::Range<u64>, adz_core::control::Hint)>;
+
+/// Writer options from the keyword arguments of `adz.open`.
+fn write_options(
+    strategy: &str,
+    link: &str,
+    threads: Option<usize>,
+    block_size: Option<u64>,
+    buffers: Option<usize>,
+    hints: &[String],
+) -> PyResult<(WriteOptions, RangeHints)> {
+    let cfg = |e: adz_core::open::ParseError| ConfigError::new_err(e.0);
+    let mut opts = WriteOptions {
+        strategy: parse_strategy(strategy).map_err(cfg)?,
+        link: parse_link(link).map_err(cfg)?,
+        threads: threads.unwrap_or(0),
+        buffers: buffers.unwrap_or(0),
+        ..WriteOptions::default()
+    };
+    if let Some(b) = block_size {
+        opts.block_size = check_block_size(b).map_err(cfg)?;
+    }
+    let mut ranges = Vec::new();
+    for h in hints {
+        match parse_hint(h).map_err(cfg)? {
+            (None, hint) => opts.hints.push(hint),
+            (Some(r), hint) => ranges.push((r, hint)),
+        }
+    }
+    Ok((opts, ranges))
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &WriteSummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("raw_bytes", s.raw_bytes)?;
+    d.set_item("stored_bytes", s.stored_bytes)?;
+    d.set_item("frames", s.frames)?;
+    d.set_item("ratio", s.ratio())?;
+    d.set_item("seconds", s.seconds)?;
+    d.set_item("link", s.link)?;
+    d.set_item("sink_seconds", s.sink_seconds)?;
+    d.set_item("strategy", &s.strategy)?;
+    let configs = PyDict::new(py);
+    for (k, v) in &s.configs {
+        configs.set_item(k, v)?;
+    }
+    d.set_item("configs", configs)?;
+    Ok(d)
+}
+
+/// The native writer behind `adz.Writer`.
+#[pyclass(module = "adz._adz")]
+struct RawWriter {
+    inner: Mutex<Option<Writer>>,
+    path: String,
+}
+
+impl RawWriter {
+    /// Run `f` on the open writer with the GIL released.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Writer) -> Result<T, Error> + Send,
+    ) -> PyResult<T> {
+        py.allow_threads(|| {
+            let mut g = lock(&self.inner);
+            let w = g.as_mut().ok_or_else(closed)?;
+            f(w).map_err(to_py)
+        })
+    }
+}
+
+#[pymethods]
+impl RawWriter {
+    /// Write the bytes of any buffer (bytes, bytearray, memoryview, numpy array). Returns
+    /// once they are in the pipeline's buffers; returns the number of bytes.
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let pinned = Pinned::new(data)?;
+        let bytes = pinned.as_ref();
+        self.with(py, |w| w.write(bytes))?;
+        Ok(bytes.len())
+    }
+
+    /// Write a buffer asynchronously, without a copy: returns a `WriteFuture` at once. The
+    /// buffer must not change until the future is done.
+    fn write_async(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<WriteFuture> {
+        let pinned = Pinned::new(data)?;
+        let len = pinned.as_ref().len();
+        let handle = self.with(py, |w| w.write_async(pinned))?;
+        Ok(WriteFuture { handle: Mutex::new(Some(handle)), result: Mutex::new(None), len })
+    }
+
+    /// Hint for raw bytes start..end not yet written: `no-compress`, `write-once`, `hot`,
+    /// `dtype=f64`, ...
+    fn advise(&self, py: Python<'_>, start: u64, end: u64, hint: &str) -> PyResult<()> {
+        let (range, hint) = parse_hint(hint).map_err(|e| ConfigError::new_err(e.0))?;
+        if range.is_some() {
+            return Err(ConfigError::new_err("give the range as start and end, not in the hint"));
+        }
+        self.with(py, |w| w.advise(start..end, hint))
+    }
+
+    /// Raw bytes accepted so far.
+    fn tell(&self) -> PyResult<u64> {
+        lock(&self.inner).as_ref().map(Writer::raw_bytes).ok_or_else(closed)
+    }
+
+    /// Finish and commit the file; returns the summary as a dict. The file appears under its
+    /// name only now.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let w = lock(&self.inner).take().ok_or_else(closed)?;
+        let s = py.allow_threads(|| w.finish()).map_err(to_py)?;
+        summary_dict(py, &s)
+    }
+
+    /// Abandon the write: nothing is committed. Does nothing if already closed.
+    fn abort(&self, py: Python<'_>) {
+        let w = lock(&self.inner).take();
+        py.allow_threads(|| drop(w));
+    }
+
+    /// Whether the writer is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        lock(&self.inner).is_none()
+    }
+
+    /// The path being written.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl Drop for RawWriter {
+    fn drop(&mut self) {
+        // Dropping a writer joins its threads, which may need the GIL to let go of a Python
+        // buffer: release it while they finish.
+        if let Some(w) = lock(&self.inner).take() {
+            Python::with_gil(|py| py.allow_threads(|| drop(w)));
+        }
+    }
+}
+
+/// An asynchronous write in progress (`RawWriter.write_async`).
+#[pyclass(module = "adz._adz")]
+struct WriteFuture {
+    handle: Mutex<Option<WriteHandle<Pinned>>>,
+    result: Mutex<Option<Result<(), (u8, String)>>>,
+    len: usize,
+}
+
+#[pymethods]
+impl WriteFuture {
+    /// True once every block of the write is compressed (the buffer may change again).
+    fn done(&self) -> bool {
+        lock(&self.handle).as_ref().is_none_or(WriteHandle::is_done)
+    }
+
+    /// Wait until the write is compressed; raise its error if it failed. With a timeout in
+    /// seconds, raise TimeoutError if it is not done by then. Returns the number of bytes.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
+        if let Some(t) = timeout {
+            let deadline = Instant::now() + Duration::from_secs_f64(t.max(0.0));
+            let ready = py.allow_threads(|| loop {
+                if self.done() {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            });
+            if !ready {
+                return Err(pyo3::exceptions::PyTimeoutError::new_err(
+                    "the asynchronous write is not done yet",
+                ));
+            }
+        }
+        let outcome = py.allow_threads(|| {
+            let mut r = lock(&self.result);
+            if r.is_none() {
+                let h = lock(&self.handle).take();
+                let res = match h.map(WriteHandle::wait) {
+                    // The pinned buffer comes back here; it is dropped with the GIL held.
+                    Some(Ok(pinned)) => Ok(Some(pinned)),
+                    Some(Err(e)) => Err(e),
+                    None => Ok(None),
+                };
+                let (stored, back) = match res {
+                    Ok(p) => (Ok(()), p),
+                    Err(e) => {
+                        let code = match &e {
+                            Error::Pipeline(_) => 1,
+                            Error::Format(_) | Error::Codec { .. } => 2,
+                            _ => 3,
+                        };
+                        (Err((code, e.to_string())), None)
+                    }
+                };
+                *r = Some(stored);
+                return (r.clone(), back);
+            }
+            (r.clone(), None)
+        });
+        let (result, pinned) = outcome;
+        drop(pinned);
+        match result {
+            Some(Err((1, m))) => Err(WriteFailed::new_err(m)),
+            Some(Err((2, m))) => Err(CorruptData::new_err(m)),
+            Some(Err((_, m))) => Err(StorageError::new_err(m)),
+            _ => Ok(self.len),
+        }
+    }
+
+    /// `concurrent.futures` spelling of `wait`.
+    #[pyo3(signature = (timeout=None))]
+    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
+        self.wait(py, timeout)
+    }
+}
+
+/// The native sequential reader behind `adz.Reader`.
+#[pyclass(module = "adz._adz")]
+struct RawReader {
+    inner: Mutex<Option<Decoder<StorageRead>>>,
+    pos: Mutex<u64>,
+}
+
+#[pymethods]
+impl RawReader {
+    /// Read into a writable buffer; returns the number of bytes (0 at the end).
+    fn readinto(&self, py: Python<'_>, buf: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut pinned = Pinned::new(buf)?;
+        let out = pinned
+            .as_mut_slice()
+            .ok_or_else(|| PyValueError::new_err("readinto needs a writable buffer"))?;
+        let n = py.allow_threads(|| {
+            let mut g = lock(&self.inner);
+            let d = g.as_mut().ok_or_else(closed)?;
+            d.read(out).map_err(io_to_py)
+        })?;
+        *lock(&self.pos) += n as u64;
+        Ok(n)
+    }
+
+    /// Read up to `size` bytes (all that is left if `size` is negative or omitted).
+    #[pyo3(signature = (size=-1))]
+    fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let data = py.allow_threads(|| {
+            let mut g = lock(&self.inner);
+            let d = g.as_mut().ok_or_else(closed)?;
+            let mut out = Vec::new();
+            if size < 0 {
+                d.read_to_end(&mut out).map_err(io_to_py)?;
+            } else {
+                out.resize(size as usize, 0);
+                let mut got = 0;
+                while got < out.len() {
+                    match d.read(&mut out[got..]).map_err(io_to_py)? {
+                        0 => break,
+                        n => got += n,
+                    }
+                }
+                out.truncate(got);
+            }
+            Ok::<_, PyErr>(out)
+        })?;
+        *lock(&self.pos) += data.len() as u64;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// The raw position: bytes read so far.
+    fn tell(&self) -> u64 {
+        *lock(&self.pos)
+    }
+
+    /// Close the reader.
+    fn close(&self) {
+        lock(&self.inner).take();
+    }
+}
+
+/// Open `path` for writing through the adaptive pipeline.
+#[pyfunction]
+#[pyo3(signature = (path, strategy="throughput", link="auto", threads=None, block_size=None, buffers=None, hints=Vec::new()))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
+fn open_writer(
+    py: Python<'_>,
+    path: &str,
+    strategy: &str,
+    link: &str,
+    threads: Option<usize>,
+    block_size: Option<u64>,
+    buffers: Option<usize>,
+    hints: Vec<String>,
+) -> PyResult<RawWriter> {
+    let (opts, ranges) = write_options(strategy, link, threads, block_size, buffers, &hints)?;
+    let w = py.allow_threads(|| {
+        let mut w = create_writer(path, opts)?;
+        for (r, h) in ranges {
+            w.advise(r, h)?;
+        }
+        Ok::<_, Error>(w)
+    });
+    Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path: path.to_owned() })
+}
+
+/// Open `path` for sequential reading (every checksum checked).
+// READER-HOOK: once adz-core has its random-access reader, open it here as well, and give
+// RawReader seek and pread on top of it.
+#[pyfunction]
+fn open_reader(py: Python<'_>, path: &str) -> PyResult<RawReader> {
+    let d = py.allow_threads(|| open_stream(path)).map_err(to_py)?;
+    Ok(RawReader { inner: Mutex::new(Some(d)), pos: Mutex::new(0) })
+}
+
+/// Compress a buffer into a complete adz file in memory (what the numcodecs codec stores).
+#[pyfunction]
+#[pyo3(signature = (data, strategy="static=zstd:3", link="auto", threads=None, block_size=None, hints=Vec::new()))]
+fn compress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    strategy: &str,
+    link: &str,
+    threads: Option<usize>,
+    block_size: Option<u64>,
+    hints: Vec<String>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (opts, ranges) = write_options(strategy, link, threads, block_size, None, &hints)?;
+    if !ranges.is_empty() {
+        return Err(ConfigError::new_err("compress takes hints for the whole buffer only"));
+    }
+    let pinned = Pinned::new(data)?;
+    let bytes = pinned.as_ref();
+    let out = py.allow_threads(|| compress_to_vec(bytes, opts)).map_err(to_py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Decompress a complete adz file held in a buffer. `limit` bounds the output size.
+#[pyfunction]
+#[pyo3(signature = (data, limit=None))]
+fn decompress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    limit: Option<u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let pinned = Pinned::new(data)?;
+    let bytes = pinned.as_ref();
+    let out = py.allow_threads(|| decompress_slice(bytes, limit)).map_err(to_py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+#[pymodule]
+fn _adz(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("Error", py.get_type::<AdzError>())?;
+    m.add("CorruptData", py.get_type::<CorruptData>())?;
+    m.add("StorageError", py.get_type::<StorageError>())?;
+    m.add("NotFound", py.get_type::<NotFound>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("WriteFailed", py.get_type::<WriteFailed>())?;
+    m.add_class::<RawWriter>()?;
+    m.add_class::<RawReader>()?;
+    m.add_class::<WriteFuture>()?;
+    m.add_function(wrap_pyfunction!(open_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(open_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(compress, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress, m)?)?;
+    Ok(())
+}
