@@ -204,10 +204,13 @@ impl RawWriter {
         summary_dict(py, &s)
     }
 
-    /// Abandon the write: nothing is committed. Does nothing if already closed.
-    fn abort(&self, py: Python<'_>) {
-        let w = lock(&self.inner).take();
-        py.allow_threads(|| drop(w));
+    /// Abandon the write: nothing is committed and the temporary upload is removed. Does
+    /// nothing if already closed.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        match lock(&self.inner).take() {
+            Some(w) => py.allow_threads(|| w.abort()).map_err(to_py),
+            None => Ok(()),
+        }
     }
 
     /// Whether the writer is closed.
@@ -226,7 +229,9 @@ impl RawWriter {
 impl Drop for RawWriter {
     fn drop(&mut self) {
         // Dropping a writer joins its threads, which may need the GIL to let go of a Python
-        // buffer: release it while they finish.
+        // buffer: release it while they finish. (`__del__` in python/adz aborts an unclosed
+        // writer first; a writer dropped here without that keeps its temporary upload for
+        // `adz recover`, as adz-core does.)
         if let Some(w) = lock(&self.inner).take() {
             Python::with_gil(|py| py.allow_threads(|| drop(w)));
         }

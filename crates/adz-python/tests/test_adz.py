@@ -71,6 +71,7 @@ def test_unclosed_writer_commits_nothing_and_warns(tmp_path):
         gc.collect()
     assert any(issubclass(x.category, ResourceWarning) for x in w)
     assert not p.exists()
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u4", "i8", "u1"])
