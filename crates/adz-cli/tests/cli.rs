@@ -1,83 +1,11 @@
 //! The `adz` command as a user runs it: one integration test binary (ripgrep's layout).
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::*;
+
+use std::process::Command;
 
 use adz_datagen::{generate, Kind};
-
-fn adz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_adz"))
-}
-
-fn run(args: &[&str]) -> Output {
-    adz().args(args).output().expect("run adz")
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = adz()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn adz");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(o.status.success(), "adz failed: {}\n{}", o.status, stderr(o));
-}
-
-fn fail(o: &Output) -> String {
-    assert_eq!(o.status.code(), Some(1), "expected exit 1: {}\n{}", o.status, stderr(o));
-    stderr(o)
-}
-
-struct Dir(tempfile::TempDir);
-
-impl Dir {
-    fn new() -> Dir {
-        Dir(tempfile::tempdir().unwrap())
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-    fn s(&self, name: &str) -> String {
-        self.path(name).to_str().unwrap().to_owned()
-    }
-    fn write(&self, name: &str, data: &[u8]) -> String {
-        std::fs::write(self.path(name), data).unwrap();
-        self.s(name)
-    }
-    /// Every file in the directory (to see that nothing half-written is left behind).
-    fn listing(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.0.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-fn mixed(len: usize) -> Vec<u8> {
-    let mut d = generate(Kind::Text, len / 2, 3);
-    d.extend(generate(Kind::Random, len / 4, 3));
-    d.extend(generate(Kind::Doubles, len - d.len(), 3));
-    d
-}
 
 #[test]
 fn compress_decompress_files_with_default_names() {

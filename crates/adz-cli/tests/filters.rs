@@ -1,26 +1,13 @@
 //! `--filter LIST`, the `filters=` and `reads-per-write=` hints, and `--frame-size auto`, as a
 //! user runs them (issue 4: reference-increment filters and multi-reference sizing).
 
+mod common;
+use common::*;
+
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
 use adz_datagen::{generate, Kind};
-
-fn adz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_adz"))
-}
-
-fn run(args: &[&str]) -> Output {
-    adz().args(args).output().expect("run adz")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(o.status.success(), "adz failed: {}\n{}", o.status, stderr(o));
-}
 
 /// `adz inspect --json --frames FILE`.
 fn inspect(file: &str) -> serde_json::Value {

@@ -1,66 +1,14 @@
 //! `adz cat`, `adz decompress` through the parallel reader, and `adz recover`, as a user runs
 //! them.
 
+mod common;
+use common::*;
+
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use adz_datagen::{generate, Kind};
-
-fn adz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_adz"))
-}
-
-fn run(args: &[&str]) -> Output {
-    adz().args(args).output().expect("run adz")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(o.status.success(), "adz failed: {}\n{}", o.status, stderr(o));
-}
-
-fn fail(o: &Output) -> String {
-    assert_eq!(o.status.code(), Some(1), "expected exit 1: {}\n{}", o.status, stderr(o));
-    stderr(o)
-}
-
-struct Dir(tempfile::TempDir);
-
-impl Dir {
-    fn new() -> Dir {
-        Dir(tempfile::tempdir().unwrap())
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-    fn s(&self, name: &str) -> String {
-        self.path(name).to_str().unwrap().to_owned()
-    }
-    fn write(&self, name: &str, data: &[u8]) -> String {
-        std::fs::write(self.path(name), data).unwrap();
-        self.s(name)
-    }
-    fn listing(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.0.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-fn mixed(len: usize) -> Vec<u8> {
-    let mut d = generate(Kind::Text, len / 2, 3);
-    d.extend(generate(Kind::Random, len / 4, 3));
-    d.extend(generate(Kind::Doubles, len - d.len(), 3));
-    d
-}
 
 /// A compressed file of `data` with 64 KiB blocks; returns its path.
 fn compressed(dir: &Dir, data: &[u8]) -> String {
