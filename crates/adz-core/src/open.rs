@@ -39,7 +39,7 @@ use adz_control::{Hint, Link, Strategy};
 use adz_format::{CodecSpec, Filters, MAX_FRAME_RAW_LEN};
 use adz_store::{LinkSpeed, LocalStorage, MemoryStorage, Storage};
 
-use crate::{Decoder, Error, Result, WriteOptions, Writer};
+use crate::{Decoder, Error, Reader, ReaderOptions, Result, WriteOptions, Writer};
 
 /// Text that is not a valid option value. Its message says what was wrong and which forms
 /// are accepted, without a prefix, so a command line parser can show it as it is.
@@ -81,8 +81,29 @@ pub fn create_writer(path: &str, opts: WriteOptions) -> Result<Writer> {
     Writer::create(&*store, &name, opts)
 }
 
-/// Decode the adz file `path` from its start, checking every checksum (a sequential reader;
-/// the random-access reader is separate).
+/// Open the adz file `path` for random access ([`Reader`]: reads decode only the frames a
+/// range overlaps, every checksum checked). Costs one storage request for the trailer.
+///
+/// A file whose trailer is missing or damaged (its writer died) is refused with
+/// [`Error::Format`]; `adz recover` (or [`crate::recover`]) salvages its complete frames.
+pub fn open_reader(path: &str, opts: ReaderOptions) -> Result<Reader> {
+    let (store, name) = storage_for(path)?;
+    Reader::open(store, &name, opts)
+}
+
+/// True if `e` says a file has no usable trailer (footer magic wrong, or the file too short
+/// for one): what a writer that died leaves. Front ends add the hint to run `adz recover`.
+pub fn is_missing_trailer(e: &Error) -> bool {
+    use adz_format::Error as F;
+    match e {
+        Error::Format(F::BadMagic { what, .. }) => what.starts_with("footer"),
+        Error::Format(F::Truncated { what, .. }) => what == "trailer",
+        _ => false,
+    }
+}
+
+/// Decode the adz file `path` from its start, checking every checksum (a sequential reader,
+/// for callers that only stream; [`open_reader`] gives random access).
 pub fn open_stream(path: &str) -> Result<Decoder<StorageRead>> {
     let (store, name) = storage_for(path)?;
     Ok(Decoder::new(StorageRead::new(store, name)?))
@@ -338,5 +359,20 @@ mod tests {
         bad[mid] ^= 0x40;
         assert!(decompress_slice(&bad, None).is_err());
         assert!(matches!(open_stream(&format!("{path}.missing")), Err(Error::Store(_))));
+
+        let r = open_reader(path, ReaderOptions::default()).unwrap();
+        assert_eq!(r.len(), data.len() as u64);
+        assert_eq!(r.read_range(123_456, 70_000).unwrap(), &data[123_456..193_456]);
+        assert!(matches!(
+            open_reader(&format!("{path}.missing"), ReaderOptions::default()),
+            Err(Error::Store(_))
+        ));
+        // A file cut short (no trailer) is a format error, not a short read.
+        let cut = dir.path().join("cut.adz");
+        std::fs::write(&cut, &file[..file.len() - 20]).unwrap();
+        assert!(matches!(
+            open_reader(cut.to_str().unwrap(), ReaderOptions::default()),
+            Err(ref e @ Error::Format(_)) if is_missing_trailer(e)
+        ));
     }
 }
