@@ -3,8 +3,8 @@
 //! `--codec` and sizes here, so the three accept exactly the same spellings.
 //!
 //! [`storage_for`] is the single place that turns a path into a [`Storage`] and an object
-//! name. Today it knows local paths; a URL scheme (`s3://bucket/key`) plugs in there and every
-//! front end gets it at once.
+//! name: local paths, `file://` URLs and, with the cargo feature `s3`, `s3://bucket/key`
+//! objects, so every front end (the Python module, the C API) gets them at once.
 //!
 //! ```
 //! use adz_core::open::{create_writer, open_stream, parse_hint, parse_link, parse_strategy};
@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use adz_control::{Hint, Link, Strategy};
 use adz_format::{CodecSpec, Filters, MAX_FRAME_RAW_LEN};
+use adz_store::location::Location;
 use adz_store::{LinkSpeed, LocalStorage, MemoryStorage, Storage};
 
 use crate::{Decoder, Error, Reader, ReaderOptions, Result, WriteOptions, Writer};
@@ -57,21 +58,46 @@ impl From<ParseError> for Error {
 ///
 /// A local path is split into a [`LocalStorage`] rooted at its directory and the file name
 /// (see [`LocalStorage::for_path`]), so writes are atomic: a temporary name, fsync, rename on
-/// commit. This is the one place a URL scheme is recognised; none is yet, and a path that
-/// looks like a URL is refused rather than written as a local file named `s3:`.
+/// commit. `file:///abs/path` is the same. `s3://bucket/key` (with the cargo feature `s3`)
+/// is an S3-compatible object, configured from the environment as for the CLI
+/// (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP`; see `adz_store::s3::S3Config::from_env`), with
+/// retries of transient errors; an upload is committed only when the writer finishes.
+/// Without the feature, and for any other scheme, a URL is refused rather than written as a
+/// local file named `s3:`.
 pub fn storage_for(path: &str) -> Result<(Arc<dyn Storage>, String)> {
-    if let Some((scheme, _)) = path.split_once("://") {
-        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '+') {
-            return Err(Error::Config(format!(
-                "{path}: URL scheme {scheme}:// is not supported; give a local path"
-            )));
-        }
-    }
     if path.is_empty() {
         return Err(Error::Config("the path is empty".to_owned()));
     }
+    if Location::is_url(path) {
+        match Location::parse(path).map_err(|e| Error::Config(e.to_string()))? {
+            Location::Local(p) => {
+                let (store, name) = LocalStorage::for_path(p)?;
+                return Ok((Arc::new(store), name));
+            }
+            Location::S3 { bucket, key } => return s3_storage(path, &bucket, key),
+            _ => return Err(Error::Config(format!("{path}: not a file or object location"))),
+        }
+    }
     let (store, name) = LocalStorage::for_path(path)?;
     Ok((Arc::new(store), name))
+}
+
+#[cfg(feature = "s3")]
+fn s3_storage(_url: &str, bucket: &str, key: String) -> Result<(Arc<dyn Storage>, String)> {
+    use adz_store::s3::{S3Config, S3Storage};
+    use adz_store::Retrying;
+    let config = S3Config::from_env();
+    let policy = config.retry.clone();
+    let s3 = S3Storage::new(bucket, config)?;
+    Ok((Arc::new(Retrying::new(Arc::new(s3), policy)), key))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_storage(url: &str, _bucket: &str, _key: String) -> Result<(Arc<dyn Storage>, String)> {
+    Err(Error::Config(format!(
+        "{url}: s3:// needs adz built with the cargo feature `s3`; give a local path"
+    )))
 }
 
 /// Create the adz file `path` and start the adaptive pipeline writing it. Nothing is visible
@@ -332,9 +358,27 @@ mod tests {
 
     #[test]
     fn urls_are_refused_not_written_as_files() {
-        let e = storage_for("s3://bucket/key.adz").unwrap_err().to_string();
-        assert!(e.contains("s3://"), "{e}");
+        let e = storage_for("gopher://host/key.adz").unwrap_err().to_string();
+        assert!(e.contains("gopher"), "{e}");
+        assert!(storage_for("s3://bucket").is_err(), "no key");
+        #[cfg(not(feature = "s3"))]
+        {
+            let e = storage_for("s3://bucket/key.adz").unwrap_err().to_string();
+            assert!(e.contains("feature `s3`"), "{e}");
+        }
         assert!(storage_for("").is_err());
+    }
+
+    #[test]
+    fn file_urls_are_local_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u.adz");
+        let url = format!("file://{}", path.display());
+        let mut w = create_writer(&url, WriteOptions { threads: 1, ..Default::default() }).unwrap();
+        w.write(b"through a file URL").unwrap();
+        w.finish().unwrap();
+        let r = open_reader(path.to_str().unwrap(), ReaderOptions::default()).unwrap();
+        assert_eq!(r.read_range(0, 100).unwrap(), b"through a file URL");
     }
 
     #[test]
