@@ -352,7 +352,7 @@ mod tests {
         assert_eq!((r, h.to_string()), (Some(0..1 << 20), "dtype=f64".to_owned()));
         assert!(parse_hint("hot@5..5").unwrap_err().0.contains("empty"));
         assert_eq!(parse_filters("shuffle:8,xor:8").unwrap().to_string(), "shuffle:8,xor:8");
-        assert!(parse_filters("shuffle:3").is_err());
+        assert!(parse_filters("shuffle:0").is_err()); // element sizes are 1..=255
         assert!(parse_hint("reads-per-write=4@0..10").unwrap_err().0.contains("whole file"));
     }
 
