@@ -34,12 +34,20 @@ check test_bad_args "$OUT/test_bad_args" "$OUT"
 
 # The solver: its snapshots, written asynchronously, decompress to what it computed.
 $CC $CFLAGS examples/c/jacobi.c $LIBS -o "$OUT/jacobi"
+# Random ranges read through adz_reader_pread (4 threads, one reader) equal the original.
+$CC $CFLAGS examples/c/read_random.c $LIBS -o "$OUT/read_random"
 for strategy in throughput static=zstd:3 keep-pace; do
     check "jacobi $strategy" "$OUT/jacobi" "$OUT/j.adz" -n 200 -i 60 -e 10 -s "$strategy" \
         -l 1GbE -t 2 -r "$OUT/j.raw"
     check "jacobi $strategy verify" "$ADZ" verify -q "$OUT/j.adz"
     check "jacobi $strategy decompress" "$ADZ" decompress -q -f "$OUT/j.adz" "$OUT/j.out"
     check "jacobi $strategy bytes" cmp "$OUT/j.raw" "$OUT/j.out"
+    check "jacobi $strategy random reads" "$OUT/read_random" "$OUT/j.adz" "$OUT/j.raw" 400 4
+    # The same data in many small frames, so that reads cross frame ends.
+    check "jacobi $strategy small blocks" "$ADZ" compress -q -f -B 16K "$OUT/j.raw" "$OUT/j16.adz"
+    check "jacobi $strategy small-block random reads" "$OUT/read_random" "$OUT/j16.adz" \
+        "$OUT/j.raw" 400 4
+    rm -f "$OUT/j16.adz"
     rm -f "$OUT/j.adz" "$OUT/j.out" "$OUT/j.raw"
 done
 

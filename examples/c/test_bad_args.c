@@ -1,7 +1,7 @@
 /*
  * test_bad_args.c: the C API answers bad arguments with error codes and messages, never a
  * crash: NULL pointers, text that does not parse, closed writers, a missing directory, and
- * the reader that is not available yet. Prints "N passed, N failed" and exits non-zero on a
+ * readers given NULLs, missing files and files that are not adz. Prints "N passed, N failed" and exits non-zero on a
  * failure.
  *
  * usage: test_bad_args DIR   (a writable directory for the files it creates)
@@ -101,13 +101,36 @@ int main(int argc, char **argv) {
     expect(f == NULL, 1, "an abandoned writer leaves no file");
     if (f) fclose(f);
 
-    /* READER-HOOK: these become real reads once adz-core has its random-access reader. */
+    /* Readers: bad arguments, missing and non-adz files, then the file written above. */
     adz_reader *r = (adz_reader *)0x1;
-    expect(adz_reader_open(path, &r), ADZ_E_UNSUPPORTED, "reader not available yet");
+    expect(adz_reader_open(path2, &r), ADZ_E_NOT_FOUND, "reader_open a missing file");
     expect(r == NULL, 1, "reader_open failure sets *out to NULL");
     expect(adz_reader_open(NULL, &r), ADZ_E_ARG, "reader_open NULL path");
+    expect(adz_reader_open(path, NULL), ADZ_E_ARG, "reader_open NULL out");
     size_t got;
+    uint64_t size;
     expect(adz_reader_pread(NULL, data, 10, 0, &got), ADZ_E_ARG, "pread NULL reader");
+    expect(adz_reader_size(NULL, &size), ADZ_E_ARG, "size NULL reader");
+    char plain[4096];
+    snprintf(plain, sizeof plain, "%s/plain.adz", argv[1]);
+    f = fopen(plain, "wb");
+    if (f) {
+        for (int i = 0; i < 100; i++) fputs("not an adz file\n", f);
+        fclose(f);
+    }
+    expect(adz_reader_open(plain, &r), ADZ_E_CORRUPT, "reader_open a file that is not adz");
+    expect_msg("not an adz file", "not-adz message");
+    expect(adz_reader_open(path, &r), ADZ_OK, "reader_open");
+    expect(adz_reader_size(r, NULL), ADZ_E_ARG, "size NULL out");
+    expect(adz_reader_size(r, &size), ADZ_OK, "size");
+    expect(size == 2 * sizeof data, 1, "size is the raw size");
+    expect(adz_reader_pread(r, NULL, 10, 0, &got), ADZ_E_ARG, "pread NULL buffer");
+    expect(adz_reader_pread(r, data, 10, 0, NULL), ADZ_E_ARG, "pread NULL got");
+    expect(adz_reader_pread(r, data, sizeof data, 150, &got), ADZ_OK, "pread at the end");
+    expect((int)got, 50, "pread at the end is short");
+    expect(adz_reader_pread(r, data, sizeof data, 1000, &got), ADZ_OK, "pread past the end");
+    expect((int)got, 0, "pread past the end reads nothing");
+    adz_reader_free(r);
 
     expect(strlen(adz_version()) > 0, 1, "version");
     expect(strcmp(adz_error_name(ADZ_E_CORRUPT), "ADZ_E_CORRUPT"), 0, "error name");

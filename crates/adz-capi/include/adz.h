@@ -44,13 +44,13 @@ extern "C" {
 #define ADZ_E_IO (-3)           /* reading or writing storage failed */
 #define ADZ_E_CORRUPT (-4)      /* the file is damaged or not an adz file */
 #define ADZ_E_WRITE_FAILED (-5) /* the write failed; nothing was committed */
-#define ADZ_E_UNSUPPORTED (-6)  /* not available yet (the random-access reader) */
+#define ADZ_E_UNSUPPORTED (-6)  /* not supported by this build (reserved; nothing returns it now) */
 #define ADZ_E_NOT_FOUND (-7)    /* no such file or object */
 #define ADZ_E_INTERNAL (-99)    /* a bug in adz (a caught panic); the message says where */
 
 typedef struct AdzWriter adz_writer; /* an open writer */
 typedef struct AdzWrite adz_write;   /* an asynchronous write in progress */
-typedef struct AdzReader adz_reader; /* a reader (not available yet) */
+typedef struct AdzReader adz_reader; /* a random-access reader */
 
 /* What a write did, filled in by adz_writer_close. */
 typedef struct adz_summary {
@@ -97,12 +97,25 @@ int adz_writer_wait_all(adz_writer *w);
  * writer is closed afterwards whatever the result; free it with adz_writer_free. */
 int adz_writer_close(adz_writer *w, adz_summary *summary);
 
-/* Free a writer; one not closed is abandoned and nothing is committed. NULL is ignored. */
+/* Free a writer; one not closed is aborted: nothing is committed, no temporary file is left.
+ * NULL is ignored. */
 void adz_writer_free(adz_writer *w);
 
-/* Random-access reading: returns ADZ_E_UNSUPPORTED until adz-core's reader is available. */
+/* Random-access reading. adz_reader_open reads and checks the file's trailer (one request);
+ * a file whose trailer is missing or damaged (its writer died) is ADZ_E_CORRUPT and the
+ * message names `adz recover`, which salvages its complete frames. *out is NULL on failure. */
 int adz_reader_open(const char *path, adz_reader **out);
-int adz_reader_pread(adz_reader *r, void *buf, size_t len, uint64_t offset, size_t *got);
+
+/* The raw (decompressed) size of the file. */
+int adz_reader_size(const adz_reader *r, uint64_t *size);
+
+/* Read up to len raw bytes at offset into buf; *got = bytes read (fewer only at the end of
+ * the data, 0 at or past it). Decodes only the frames the range overlaps and checks every
+ * checksum; on ADZ_E_CORRUPT *got is 0 and buf is not to be used. Several threads may pread
+ * on one reader at once. */
+int adz_reader_pread(const adz_reader *r, void *buf, size_t len, uint64_t offset, size_t *got);
+
+/* Free a reader. NULL is ignored. */
 void adz_reader_free(adz_reader *r);
 
 /* The message of the last failed call on this thread ("" after a success); valid until the

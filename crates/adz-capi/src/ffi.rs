@@ -9,8 +9,10 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use adz_core::open::{create_writer, parse_hint, parse_link, parse_strategy};
-use adz_core::{Error, WriteHandle, WriteOptions, Writer};
+use adz_core::open::{
+    create_writer, is_missing_trailer, open_reader, parse_hint, parse_link, parse_strategy,
+};
+use adz_core::{Error, Reader, ReaderOptions, WriteHandle, WriteOptions, Writer};
 
 /// Success.
 pub const ADZ_OK: c_int = 0;
@@ -25,7 +27,7 @@ pub const ADZ_E_CORRUPT: c_int = -4;
 /// The write failed (a storage error on the way, say); nothing was committed, the writer
 /// can only be freed.
 pub const ADZ_E_WRITE_FAILED: c_int = -5;
-/// Not supported (yet): the random-access reader.
+/// Not supported by this build (kept so that codes stay stable; no function returns it now).
 pub const ADZ_E_UNSUPPORTED: c_int = -6;
 /// No such file or object.
 pub const ADZ_E_NOT_FOUND: c_int = -7;
@@ -71,9 +73,10 @@ enum AsyncState {
     Done(c_int, String),
 }
 
-/// A reader (`adz_reader` in C). READER-HOOK: holds the random-access reader once it exists.
+/// A random-access reader (`adz_reader` in C). `Reader` is `Sync`: several threads may
+/// `adz_reader_pread` on one handle at once and share its cache.
 pub struct AdzReader {
-    _private: (),
+    reader: Reader,
 }
 
 /// A buffer owned by the C caller, who promises (as with `lwrite_async`) to keep it valid and
@@ -470,8 +473,8 @@ pub unsafe extern "C" fn adz_writer_close(w: *mut AdzWriter, summary: *mut AdzSu
     })
 }
 
-/// Free a writer. If it was not closed, the write is abandoned and nothing is committed.
-/// NULL is ignored.
+/// Free a writer. If it was not closed, the write is aborted: nothing is committed and no
+/// temporary file is left. NULL is ignored.
 ///
 /// # Safety
 /// `w` is NULL or a pointer from `adz_writer_open` not yet freed; it is invalid after.
@@ -482,13 +485,20 @@ pub unsafe extern "C" fn adz_writer_free(w: *mut AdzWriter) {
     }
     guard(|| {
         // SAFETY: w came from Box::into_raw in adz_writer_open and is freed once.
-        drop(unsafe { Box::from_raw(w) });
+        let w = unsafe { Box::from_raw(w) };
+        let st = std::mem::replace(&mut *lock(&w.state), WriterState::Closed);
+        if let WriterState::Open { writer, .. } = st {
+            // Best effort: an abort that cannot delete the temporary file leaves only that.
+            let _ = writer.abort();
+        }
         Ok(ADZ_OK)
     });
 }
 
-/// Open `path` for random-access reads. READER-HOOK: returns `ADZ_E_UNSUPPORTED` until the
-/// random-access reader lands in adz-core; it will open it here.
+/// Open the adz file `path` for random-access reads: reads its trailer (one request) and
+/// checks it. A file whose trailer is missing or damaged (its writer died) is
+/// `ADZ_E_CORRUPT`, and the message names `adz recover`, which salvages its frames.
+/// `*out` is set to NULL on failure.
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
@@ -501,36 +511,71 @@ pub unsafe extern "C" fn adz_reader_open(path: *const c_char, out: *mut *mut Adz
         // SAFETY: the caller's contract.
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller's contract.
-        unsafe { opt_str(path, "path") }?.ok_or_else(|| arg("path is NULL"))?;
-        Err((ADZ_E_UNSUPPORTED, "the random-access reader is not available yet".to_owned()))
+        let path = unsafe { opt_str(path, "path") }?.ok_or_else(|| arg("path is NULL"))?;
+        let reader = open_reader(path, ReaderOptions::default()).map_err(|e| {
+            let hint = is_missing_trailer(&e);
+            let (code, mut msg) = fail(e);
+            if hint {
+                msg.push_str(&format!(
+                    "; if its writer died, `adz recover {path} OUT` keeps its complete frames"
+                ));
+            }
+            (code, msg)
+        })?;
+        let r = Box::new(AdzReader { reader });
+        // SAFETY: out is non-null and writable by the caller's contract.
+        unsafe { *out = Box::into_raw(r) };
+        Ok(ADZ_OK)
+    })
+}
+
+/// The raw (decompressed) size of the file in `*size`.
+///
+/// # Safety
+/// `r` is NULL or a live reader; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn adz_reader_size(r: *const AdzReader, size: *mut u64) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let r = unsafe { r.as_ref() }.ok_or_else(|| arg("the reader is NULL"))?;
+        // SAFETY: the caller's contract.
+        let size = unsafe { size.as_mut() }.ok_or_else(|| arg("size is NULL"))?;
+        *size = r.reader.len();
+        Ok(ADZ_OK)
     })
 }
 
 /// Read up to `len` bytes at raw offset `offset` into `buf`; `*got` is set to the bytes read
-/// (fewer only at the end of the data). READER-HOOK: `ADZ_E_UNSUPPORTED` for now.
+/// (fewer only at the end of the data, 0 at or past it). Decodes only the frames the range
+/// overlaps and checks every checksum: on `ADZ_E_CORRUPT` nothing in `buf` is to be used.
+/// Safe to call from several threads at once on one reader.
 ///
 /// # Safety
 /// `r` is NULL or a live reader; `buf` valid for `len` bytes; `got` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn adz_reader_pread(
-    r: *mut AdzReader,
+    r: *const AdzReader,
     buf: *mut std::ffi::c_void,
     len: usize,
     offset: u64,
     got: *mut usize,
 ) -> c_int {
     guard(|| {
-        if r.is_null() {
-            return Err(arg("the reader is NULL"));
-        }
+        // SAFETY: the caller's contract.
+        let r = unsafe { r.as_ref() }.ok_or_else(|| arg("the reader is NULL"))?;
         if buf.is_null() && len != 0 {
             return Err(arg("buf is NULL"));
         }
-        if got.is_null() {
-            return Err(arg("got is NULL"));
+        // SAFETY: the caller's contract.
+        let got = unsafe { got.as_mut() }.ok_or_else(|| arg("got is NULL"))?;
+        *got = 0;
+        if len == 0 {
+            return Ok(ADZ_OK);
         }
-        let _ = offset;
-        Err((ADZ_E_UNSUPPORTED, "the random-access reader is not available yet".to_owned()))
+        // SAFETY: buf is non-null and valid for len writable bytes by the caller's contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+        *got = r.reader.read_at(offset, out).map_err(fail)?;
+        Ok(ADZ_OK)
     })
 }
 
@@ -627,6 +672,76 @@ mod tests {
     }
 
     #[test]
+    fn reader_preads_random_ranges_and_refuses_damaged_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.adz");
+        let data: Vec<u8> =
+            (0..2_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let opts = WriteOptions { threads: 2, block_size: 65536, ..Default::default() };
+        std::fs::write(&file, adz_core::open::compress_to_vec(&data, opts).unwrap()).unwrap();
+        let path = CString::new(file.to_str().unwrap()).unwrap();
+        let mut r = null_mut();
+        // SAFETY: valid arguments throughout.
+        unsafe {
+            assert_eq!(adz_reader_open(path.as_ptr(), &mut r), ADZ_OK);
+            let mut size = 0;
+            assert_eq!(adz_reader_size(r, &mut size), ADZ_OK);
+            assert_eq!(size, data.len() as u64);
+            let mut buf = vec![0u8; 300_000];
+            let mut x = 12345u64;
+            for _ in 0..100 {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let off = (x >> 33) % (data.len() as u64 + 100);
+                let len = ((x >> 13) % buf.len() as u64) as usize;
+                let mut got = usize::MAX;
+                assert_eq!(
+                    adz_reader_pread(r, buf.as_mut_ptr().cast(), len, off, &mut got),
+                    ADZ_OK
+                );
+                let want =
+                    &data[(off as usize).min(data.len())..(off as usize + len).min(data.len())];
+                assert_eq!(&buf[..got], want, "at {off} len {len}");
+            }
+            let mut got = 1;
+            assert_eq!(adz_reader_pread(r, null_mut(), 0, 5, &mut got), ADZ_OK);
+            assert_eq!(got, 0);
+            assert_eq!(adz_reader_pread(r, null_mut(), 5, 5, &mut got), ADZ_E_ARG);
+            assert_eq!(adz_reader_pread(r, buf.as_mut_ptr().cast(), 5, 5, null_mut()), ADZ_E_ARG);
+            adz_reader_free(r);
+        }
+        // The trailer cut off: ADZ_E_CORRUPT, and the message says how to salvage it.
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() - 100]).unwrap();
+        // SAFETY: valid arguments.
+        unsafe {
+            assert_eq!(adz_reader_open(path.as_ptr(), &mut r), ADZ_E_CORRUPT);
+        }
+        assert!(r.is_null());
+        assert!(last().contains("adz recover"), "{}", last());
+        // A damaged frame: the pread that needs it fails, others still read.
+        let mut bad = bytes.clone();
+        bad[5000] ^= 0x10;
+        std::fs::write(&file, &bad).unwrap();
+        let mut buf = vec![0u8; 1000];
+        let mut got = 0;
+        // SAFETY: valid arguments.
+        unsafe {
+            assert_eq!(adz_reader_open(path.as_ptr(), &mut r), ADZ_OK);
+            assert_eq!(
+                adz_reader_pread(r, buf.as_mut_ptr().cast(), 1000, 0, &mut got),
+                ADZ_E_CORRUPT
+            );
+            assert_eq!(got, 0);
+            assert_eq!(
+                adz_reader_pread(r, buf.as_mut_ptr().cast(), 1000, 1_500_000, &mut got),
+                ADZ_OK
+            );
+            assert_eq!(&buf[..got], &data[1_500_000..1_501_000]);
+            adz_reader_free(r);
+        }
+    }
+
+    #[test]
     fn bad_arguments_are_codes_with_messages() {
         let mut w = null_mut();
         // SAFETY: null pointers are what is being tested; the rest is valid.
@@ -659,7 +774,13 @@ mod tests {
             adz_writer_free(null_mut());
             adz_write_free(null_mut());
             let mut r = null_mut();
-            assert_eq!(adz_reader_open(c"x.adz".as_ptr(), &mut r), ADZ_E_UNSUPPORTED);
+            assert_eq!(adz_reader_open(c"no-such-file.adz".as_ptr(), &mut r), ADZ_E_NOT_FOUND);
+            assert!(r.is_null());
+            assert_eq!(adz_reader_open(null_mut(), &mut r), ADZ_E_ARG);
+            let mut got = 7usize;
+            assert_eq!(adz_reader_pread(null_mut(), null_mut(), 0, 0, &mut got), ADZ_E_ARG);
+            let mut size = 0u64;
+            assert_eq!(adz_reader_size(null_mut(), &mut size), ADZ_E_ARG);
             let name = CStr::from_ptr(adz_error_name(ADZ_E_CLOSED));
             assert_eq!(name.to_str().unwrap(), "ADZ_E_CLOSED");
         }

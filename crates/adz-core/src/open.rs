@@ -3,8 +3,8 @@
 //! `--codec` and sizes here, so the three accept exactly the same spellings.
 //!
 //! [`storage_for`] is the single place that turns a path into a [`Storage`] and an object
-//! name. Today it knows local paths; a URL scheme (`s3://bucket/key`) plugs in there and every
-//! front end gets it at once.
+//! name: local paths, `file://` URLs and, with the cargo feature `s3`, `s3://bucket/key`
+//! objects, so every front end (the Python module, the C API) gets them at once.
 //!
 //! ```
 //! use adz_core::open::{create_writer, open_stream, parse_hint, parse_link, parse_strategy};
@@ -37,9 +37,10 @@ use std::sync::Arc;
 
 use adz_control::{Hint, Link, Strategy};
 use adz_format::{CodecSpec, Filters, MAX_FRAME_RAW_LEN};
+use adz_store::location::Location;
 use adz_store::{LinkSpeed, LocalStorage, MemoryStorage, Storage};
 
-use crate::{Decoder, Error, Result, WriteOptions, Writer};
+use crate::{Decoder, Error, Reader, ReaderOptions, Result, WriteOptions, Writer};
 
 /// Text that is not a valid option value. Its message says what was wrong and which forms
 /// are accepted, without a prefix, so a command line parser can show it as it is.
@@ -57,21 +58,46 @@ impl From<ParseError> for Error {
 ///
 /// A local path is split into a [`LocalStorage`] rooted at its directory and the file name
 /// (see [`LocalStorage::for_path`]), so writes are atomic: a temporary name, fsync, rename on
-/// commit. This is the one place a URL scheme is recognised; none is yet, and a path that
-/// looks like a URL is refused rather than written as a local file named `s3:`.
+/// commit. `file:///abs/path` is the same. `s3://bucket/key` (with the cargo feature `s3`)
+/// is an S3-compatible object, configured from the environment as for the CLI
+/// (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP`; see `adz_store::s3::S3Config::from_env`), with
+/// retries of transient errors; an upload is committed only when the writer finishes.
+/// Without the feature, and for any other scheme, a URL is refused rather than written as a
+/// local file named `s3:`.
 pub fn storage_for(path: &str) -> Result<(Arc<dyn Storage>, String)> {
-    if let Some((scheme, _)) = path.split_once("://") {
-        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '+') {
-            return Err(Error::Config(format!(
-                "{path}: URL scheme {scheme}:// is not supported; give a local path"
-            )));
-        }
-    }
     if path.is_empty() {
         return Err(Error::Config("the path is empty".to_owned()));
     }
+    if Location::is_url(path) {
+        match Location::parse(path).map_err(|e| Error::Config(e.to_string()))? {
+            Location::Local(p) => {
+                let (store, name) = LocalStorage::for_path(p)?;
+                return Ok((Arc::new(store), name));
+            }
+            Location::S3 { bucket, key } => return s3_storage(path, &bucket, key),
+            _ => return Err(Error::Config(format!("{path}: not a file or object location"))),
+        }
+    }
     let (store, name) = LocalStorage::for_path(path)?;
     Ok((Arc::new(store), name))
+}
+
+#[cfg(feature = "s3")]
+fn s3_storage(_url: &str, bucket: &str, key: String) -> Result<(Arc<dyn Storage>, String)> {
+    use adz_store::s3::{S3Config, S3Storage};
+    use adz_store::Retrying;
+    let config = S3Config::from_env();
+    let policy = config.retry.clone();
+    let s3 = S3Storage::new(bucket, config)?;
+    Ok((Arc::new(Retrying::new(Arc::new(s3), policy)), key))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_storage(url: &str, _bucket: &str, _key: String) -> Result<(Arc<dyn Storage>, String)> {
+    Err(Error::Config(format!(
+        "{url}: s3:// needs adz built with the cargo feature `s3`; give a local path"
+    )))
 }
 
 /// Create the adz file `path` and start the adaptive pipeline writing it. Nothing is visible
@@ -81,8 +107,29 @@ pub fn create_writer(path: &str, opts: WriteOptions) -> Result<Writer> {
     Writer::create(&*store, &name, opts)
 }
 
-/// Decode the adz file `path` from its start, checking every checksum (a sequential reader;
-/// the random-access reader is separate).
+/// Open the adz file `path` for random access ([`Reader`]: reads decode only the frames a
+/// range overlaps, every checksum checked). Costs one storage request for the trailer.
+///
+/// A file whose trailer is missing or damaged (its writer died) is refused with
+/// [`Error::Format`]; `adz recover` (or [`crate::recover`]) salvages its complete frames.
+pub fn open_reader(path: &str, opts: ReaderOptions) -> Result<Reader> {
+    let (store, name) = storage_for(path)?;
+    Reader::open(store, &name, opts)
+}
+
+/// True if `e` says a file has no usable trailer (footer magic wrong, or the file too short
+/// for one): what a writer that died leaves. Front ends add the hint to run `adz recover`.
+pub fn is_missing_trailer(e: &Error) -> bool {
+    use adz_format::Error as F;
+    match e {
+        Error::Format(F::BadMagic { what, .. }) => what.starts_with("footer"),
+        Error::Format(F::Truncated { what, .. }) => what == "trailer",
+        _ => false,
+    }
+}
+
+/// Decode the adz file `path` from its start, checking every checksum (a sequential reader,
+/// for callers that only stream; [`open_reader`] gives random access).
 pub fn open_stream(path: &str) -> Result<Decoder<StorageRead>> {
     let (store, name) = storage_for(path)?;
     Ok(Decoder::new(StorageRead::new(store, name)?))
@@ -306,14 +353,33 @@ mod tests {
         assert!(parse_hint("hot@5..5").unwrap_err().0.contains("empty"));
         assert_eq!(parse_filters("shuffle:8,xor:8").unwrap().to_string(), "shuffle:8,xor:8");
         assert!(parse_filters("delta:3").is_err());
+        assert!(parse_filters("shuffle:0").is_err()); // element sizes are 1..=255
         assert!(parse_hint("reads-per-write=4@0..10").unwrap_err().0.contains("whole file"));
     }
 
     #[test]
     fn urls_are_refused_not_written_as_files() {
-        let e = storage_for("s3://bucket/key.adz").unwrap_err().to_string();
-        assert!(e.contains("s3://"), "{e}");
+        let e = storage_for("gopher://host/key.adz").unwrap_err().to_string();
+        assert!(e.contains("gopher"), "{e}");
+        assert!(storage_for("s3://bucket").is_err(), "no key");
+        #[cfg(not(feature = "s3"))]
+        {
+            let e = storage_for("s3://bucket/key.adz").unwrap_err().to_string();
+            assert!(e.contains("feature `s3`"), "{e}");
+        }
         assert!(storage_for("").is_err());
+    }
+
+    #[test]
+    fn file_urls_are_local_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u.adz");
+        let url = format!("file://{}", path.display());
+        let mut w = create_writer(&url, WriteOptions { threads: 1, ..Default::default() }).unwrap();
+        w.write(b"through a file URL").unwrap();
+        w.finish().unwrap();
+        let r = open_reader(path.to_str().unwrap(), ReaderOptions::default()).unwrap();
+        assert_eq!(r.read_range(0, 100).unwrap(), b"through a file URL");
     }
 
     #[test]
@@ -338,5 +404,20 @@ mod tests {
         bad[mid] ^= 0x40;
         assert!(decompress_slice(&bad, None).is_err());
         assert!(matches!(open_stream(&format!("{path}.missing")), Err(Error::Store(_))));
+
+        let r = open_reader(path, ReaderOptions::default()).unwrap();
+        assert_eq!(r.len(), data.len() as u64);
+        assert_eq!(r.read_range(123_456, 70_000).unwrap(), &data[123_456..193_456]);
+        assert!(matches!(
+            open_reader(&format!("{path}.missing"), ReaderOptions::default()),
+            Err(Error::Store(_))
+        ));
+        // A file cut short (no trailer) is a format error, not a short read.
+        let cut = dir.path().join("cut.adz");
+        std::fs::write(&cut, &file[..file.len() - 20]).unwrap();
+        assert!(matches!(
+            open_reader(cut.to_str().unwrap(), ReaderOptions::default()),
+            Err(ref e @ Error::Format(_)) if is_missing_trailer(e)
+        ));
     }
 }

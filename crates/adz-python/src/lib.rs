@@ -10,15 +10,14 @@
 
 mod buffer;
 
-use std::io::Read;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use adz_core::open::{
-    check_block_size, compress_to_vec, create_writer, decompress_slice, open_stream, parse_hint,
-    parse_link, parse_strategy, StorageRead,
+    check_block_size, compress_to_vec, create_writer, decompress_slice, is_missing_trailer,
+    open_reader as open_random, parse_hint, parse_link, parse_strategy,
 };
-use adz_core::{Decoder, Error, WriteHandle, WriteOptions, WriteSummary, Writer};
+use adz_core::{Error, Reader, ReaderOptions, WriteHandle, WriteOptions, WriteSummary, Writer};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -65,18 +64,6 @@ fn to_py(e: Error) -> PyErr {
         }
         Error::Pipeline(_) => WriteFailed::new_err(msg),
         _ => StorageError::new_err(msg),
-    }
-}
-
-/// An I/O error from a `Read` adapter, turned back into the adz error inside it if there is one.
-fn io_to_py(e: std::io::Error) -> PyErr {
-    let kind = e.kind();
-    match e.into_inner() {
-        Some(inner) => match inner.downcast::<Error>() {
-            Ok(typed) => to_py(*typed),
-            Err(other) => StorageError::new_err(other.to_string()),
-        },
-        None => StorageError::new_err(format!("{kind}")),
     }
 }
 
@@ -317,59 +304,127 @@ impl WriteFuture {
     }
 }
 
-/// The native sequential reader behind `adz.Reader`.
+/// The native random-access reader behind `adz.Reader`: reads decode only the frames they
+/// overlap (every checksum checked), with the GIL released.
 #[pyclass(module = "adz._adz")]
 struct RawReader {
-    inner: Mutex<Option<Decoder<StorageRead>>>,
+    inner: Mutex<Option<Arc<Reader>>>,
     pos: Mutex<u64>,
+}
+
+impl RawReader {
+    fn reader(&self) -> PyResult<Arc<Reader>> {
+        lock(&self.inner).clone().ok_or_else(closed)
+    }
 }
 
 #[pymethods]
 impl RawReader {
-    /// Read into a writable buffer; returns the number of bytes (0 at the end).
+    /// Read into a writable buffer at the position and advance it; returns the number of
+    /// bytes (fewer only at the end, 0 there).
     fn readinto(&self, py: Python<'_>, buf: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let r = self.reader()?;
         let mut pinned = Pinned::new(buf)?;
         let out = pinned
             .as_mut_slice()
             .ok_or_else(|| PyValueError::new_err("readinto needs a writable buffer"))?;
-        let n = py.allow_threads(|| {
-            let mut g = lock(&self.inner);
-            let d = g.as_mut().ok_or_else(closed)?;
-            d.read(out).map_err(io_to_py)
-        })?;
-        *lock(&self.pos) += n as u64;
-        Ok(n)
+        // The position lock is taken only with the GIL released, so a thread waiting on it
+        // never holds the GIL another thread needs to finish.
+        py.allow_threads(|| {
+            let mut pos = lock(&self.pos);
+            let n = r.read_at(*pos, out)?;
+            *pos += n as u64;
+            Ok(n)
+        })
+        .map_err(to_py)
     }
 
-    /// Read up to `size` bytes (all that is left if `size` is negative or omitted).
+    /// Read up to `size` bytes at the position and advance it (all that is left if `size` is
+    /// negative or omitted).
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let data = py.allow_threads(|| {
-            let mut g = lock(&self.inner);
-            let d = g.as_mut().ok_or_else(closed)?;
-            let mut out = Vec::new();
-            if size < 0 {
-                d.read_to_end(&mut out).map_err(io_to_py)?;
-            } else {
-                out.resize(size as usize, 0);
-                let mut got = 0;
-                while got < out.len() {
-                    match d.read(&mut out[got..]).map_err(io_to_py)? {
-                        0 => break,
-                        n => got += n,
-                    }
-                }
+        let r = self.reader()?;
+        let data = py
+            .allow_threads(|| {
+                let mut pos = lock(&self.pos);
+                let left = r.len().saturating_sub(*pos);
+                let n = if size < 0 { left } else { left.min(size as u64) };
+                let mut out = vec![0u8; n as usize];
+                let got = r.read_at(*pos, &mut out)?;
                 out.truncate(got);
-            }
-            Ok::<_, PyErr>(out)
-        })?;
-        *lock(&self.pos) += data.len() as u64;
+                *pos += got as u64;
+                Ok(out)
+            })
+            .map_err(to_py)?;
         Ok(PyBytes::new(py, &data))
     }
 
-    /// The raw position: bytes read so far.
-    fn tell(&self) -> u64 {
-        *lock(&self.pos)
+    /// Read up to `length` bytes at raw offset `offset` without moving the position (fewer
+    /// only at the end of the data). Safe to call from several threads at once.
+    fn pread<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        length: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let r = self.reader()?;
+        let data = py
+            .allow_threads(|| {
+                let n = length.min(r.len().saturating_sub(offset));
+                let mut out = vec![0u8; n as usize];
+                let got = r.read_at(offset, &mut out)?;
+                out.truncate(got);
+                Ok(out)
+            })
+            .map_err(to_py)?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Move the position: `whence` 0 from the start, 1 from the position, 2 from the end.
+    /// Positions past the end are allowed (reads there return nothing); negative ones are not.
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&self, offset: i64, whence: i32) -> PyResult<u64> {
+        let len = self.reader()?.len();
+        let mut pos = lock(&self.pos);
+        let base = match whence {
+            0 => 0,
+            1 => *pos,
+            2 => len,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "invalid whence ({whence}, should be 0, 1 or 2)"
+                )))
+            }
+        };
+        let target = base
+            .checked_add_signed(offset)
+            .ok_or_else(|| PyValueError::new_err(format!("negative seek position {offset}")))?;
+        *pos = target;
+        Ok(target)
+    }
+
+    /// The position.
+    fn tell(&self) -> PyResult<u64> {
+        self.reader()?;
+        Ok(*lock(&self.pos))
+    }
+
+    /// Raw (decompressed) size of the file.
+    fn size(&self) -> PyResult<u64> {
+        Ok(self.reader()?.len())
+    }
+
+    /// What the reader has done: frames and bytes decoded, cache hits, storage requests and
+    /// bytes fetched.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.reader()?.stats();
+        let d = PyDict::new(py);
+        d.set_item("frames_decoded", s.frames_decoded)?;
+        d.set_item("bytes_decoded", s.bytes_decoded)?;
+        d.set_item("cache_hits", s.cache_hits)?;
+        d.set_item("fetches", s.fetches)?;
+        d.set_item("bytes_fetched", s.bytes_fetched)?;
+        Ok(d)
     }
 
     /// Close the reader.
@@ -403,13 +458,37 @@ fn open_writer(
     Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path: path.to_owned() })
 }
 
-/// Open `path` for sequential reading (every checksum checked).
-// READER-HOOK: once adz-core has its random-access reader, open it here as well, and give
-// RawReader seek and pread on top of it.
+/// Open `path` for random-access reading (reads the trailer; every read checks every
+/// checksum). A file whose trailer is missing or damaged raises `CorruptData` naming
+/// `adz recover`, which salvages its complete frames.
 #[pyfunction]
-fn open_reader(py: Python<'_>, path: &str) -> PyResult<RawReader> {
-    let d = py.allow_threads(|| open_stream(path)).map_err(to_py)?;
-    Ok(RawReader { inner: Mutex::new(Some(d)), pos: Mutex::new(0) })
+#[pyo3(signature = (path, threads=None, cache_bytes=None))]
+fn open_reader(
+    py: Python<'_>,
+    path: &str,
+    threads: Option<usize>,
+    cache_bytes: Option<u64>,
+) -> PyResult<RawReader> {
+    let mut opts = ReaderOptions::default();
+    if let Some(t) = threads {
+        opts.threads = t;
+    }
+    if let Some(c) = cache_bytes {
+        opts.cache_bytes = c;
+    }
+    let r = py.allow_threads(|| open_random(path, opts)).map_err(|e| {
+        let hint = is_missing_trailer(&e);
+        let err = to_py(e);
+        if hint {
+            CorruptData::new_err(format!(
+                "{}; if its writer died, `adz recover {path} OUT` keeps its complete frames",
+                err.value(py)
+            ))
+        } else {
+            err
+        }
+    })?;
+    Ok(RawReader { inner: Mutex::new(Some(Arc::new(r))), pos: Mutex::new(0) })
 }
 
 /// Compress a buffer into a complete adz file in memory (what the numcodecs codec stores).

@@ -216,7 +216,7 @@ def test_reader_read_sizes_readinto_tell(tmp_path):
     with adz.open(p, "wb", threads=2, block_size=100_000) as f:
         f.write(data)
     with adz.open(p, "rb") as r:
-        assert r.readable() and not r.seekable()
+        assert r.readable() and r.seekable()
         assert r.read(0) == b""
         first = r.read(1000)
         buf = bytearray(250_000)
@@ -226,10 +226,106 @@ def test_reader_read_sizes_readinto_tell(tmp_path):
         rest = r.read()
         assert first + bytes(buf[:n]) + rest == data
         assert r.read() == b""
-        with pytest.raises(io.UnsupportedOperation):
-            r.seek(0)
+        assert r.seek(0) == 0
+        assert r.read(10) == data[:10]
     with pytest.raises(ValueError):
         r.read()
+    with pytest.raises(ValueError):
+        r.pread(0, 1)
+
+
+def test_random_seeks_and_preads_equal_the_source(tmp_path):
+    data = sample(3_000_000, seed=11)
+    p = tmp_path / "ra.adz"
+    with adz.open(p, "wb", strategy="static=zstd:1", threads=2, block_size=100_000) as f:
+        f.write(data)
+    rng = np.random.default_rng(12)
+    with adz.open(p, "rb") as r:
+        assert r.size == len(data)
+        for _ in range(200):
+            off = int(rng.integers(0, len(data) + 1000))
+            n = int(rng.integers(0, 300_000))
+            assert r.pread(off, n) == data[off:off + n]
+            whence = int(rng.integers(0, 3))
+            base = (0, r.tell(), len(data))[whence]
+            target = int(rng.integers(0, len(data)))
+            assert r.seek(target - base, whence) == target
+            assert r.tell() == target
+            got = r.read(n)
+            assert got == data[target:target + n]
+            assert r.tell() == target + len(got)
+        # pread does not move the position
+        r.seek(1234)
+        r.pread(2_000_000, 10)
+        assert r.tell() == 1234
+        # past the end: empty reads; before the start: an error, the position unchanged
+        assert r.seek(10, io.SEEK_END) == len(data) + 10
+        assert r.read(5) == b"" and r.readinto(bytearray(5)) == 0
+        with pytest.raises(ValueError):
+            r.seek(-1)
+        with pytest.raises(ValueError):
+            r.seek(0, 7)
+        with pytest.raises(ValueError):
+            r.pread(-1, 10)
+        assert r.tell() == len(data) + 10
+        # a small read decodes only the frames it overlaps
+        before = r.stats()["frames_decoded"]
+        r.pread(2_950_000, 10)
+        assert r.stats()["frames_decoded"] - before <= 1
+
+
+def test_numpy_slices_through_seek_and_readinto(tmp_path):
+    a = np.random.default_rng(13).normal(size=(500, 400))
+    p = tmp_path / "a.adz"
+    with adz.open(p, "wb", hints=["dtype=f64"], block_size=1 << 16, threads=2) as f:
+        f.write(a)
+    with adz.open(p, "rb") as r:
+        row = np.empty(400, dtype=np.float64)
+        for i in (0, 17, 250, 499):
+            r.seek(i * row.nbytes)
+            assert r.readinto(row) == row.nbytes
+            np.testing.assert_array_equal(row, a[i])
+        col = np.frombuffer(r.pread(123 * 3200, 3200), dtype=np.float64)
+        np.testing.assert_array_equal(col, a[123])
+
+
+def test_preads_from_many_threads_share_one_reader(tmp_path):
+    data = sample(2_000_000, seed=14)
+    p = tmp_path / "t.adz"
+    with adz.open(p, "wb", threads=2, block_size=1 << 16) as f:
+        f.write(data)
+    errors = []
+    with adz.open(p, "rb", cache_bytes=1 << 18) as r:
+        def worker(seed):
+            rng = np.random.default_rng(seed)
+            for _ in range(100):
+                off = int(rng.integers(0, len(data)))
+                n = int(rng.integers(1, 100_000))
+                if r.pread(off, n) != data[off:off + n]:
+                    errors.append((off, n))
+        ts = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert errors == []
+
+
+def test_tarfile_random_access_mode(tmp_path):
+    src = tmp_path / "a.bin"
+    src.write_bytes(sample(400_000, seed=15))
+    src2 = tmp_path / "b.bin"
+    src2.write_bytes(sample(300_000, seed=16))
+    t = tmp_path / "t.tar.adz"
+    with adz.open(t, "wb", threads=1, block_size=1 << 16) as o:
+        with tarfile.open(fileobj=o, mode="w|") as tar:
+            tar.add(src, arcname="a.bin")
+            tar.add(src2, arcname="b.bin")
+    with adz.open(t, "rb") as r:
+        # "r:" seeks to each member instead of streaming through the archive
+        with tarfile.open(fileobj=r, mode="r:") as tar:
+            assert tar.extractfile("b.bin").read() == src2.read_bytes()
+            assert tar.extractfile("a.bin").read() == src.read_bytes()
 
 
 def test_writer_is_not_seekable_and_modes(tmp_path):
@@ -296,11 +392,16 @@ def test_corrupt_file_raises_and_never_returns_wrong_bytes(tmp_path):
                     got += chunk
         # Whatever came out before the error is a correct prefix of the data.
         assert bytes(got) == data[:len(got)]
-    # Truncated: no trailer, reported as damaged
+    # Truncated: no trailer, reported as damaged, with the way to salvage it
     p.write_bytes(good[:len(good) // 2])
+    with pytest.raises(adz.CorruptData, match="adz recover"):
+        adz.open(p, "rb")
+    # A damaged footer: the same
+    bad = bytearray(good)
+    bad[-3] ^= 0xFF
+    p.write_bytes(bad)
     with pytest.raises(adz.CorruptData):
-        with adz.open(p, "rb") as r:
-            r.read()
+        adz.open(p, "rb")
 
 
 def test_compress_decompress_functions():

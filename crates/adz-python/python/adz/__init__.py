@@ -19,8 +19,10 @@ work on them (not `ndarray.tofile`, which needs a file descriptor). Nothing appe
 path until `close()` succeeds; a writer left by an exception in a `with` block, or
 garbage-collected unclosed, commits nothing.
 
-Readers decode sequentially, checking every checksum; a damaged file raises `CorruptData` and
-never returns wrong bytes. Seeking is not available yet (it needs the random-access reader).
+Readers are seekable: `seek`, `tell`, `read`, `readinto` and `pread(offset, n)` decode only
+the frames a range overlaps, checking every checksum; a damaged frame raises `CorruptData`
+and never returns wrong bytes. A file whose writer died (no trailer) raises `CorruptData` at
+open; `adz recover BROKEN OUT` salvages its complete frames.
 
 Errors: `adz.Error` is the base of `CorruptData`, `StorageError` (and its `NotFound`),
 `ConfigError` and `WriteFailed`.
@@ -63,7 +65,7 @@ WriteFuture = _adz.WriteFuture
 
 
 def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
-         block_size=None, buffers=None, hints=()):
+         block_size=None, buffers=None, hints=(), cache_bytes=None):
     """Open an adz file.
 
     mode "wb": a `Writer` through the adaptive pipeline. strategy: "throughput" (S1, the
@@ -72,7 +74,8 @@ def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
     threads (None: one per core); block_size: raw bytes per block (default 1 MiB);
     hints: strings such as "dtype=f64", "write-once", "no-compress@0..1M".
 
-    mode "rb": a `Reader` that decodes sequentially.
+    mode "rb": a seekable `Reader` (random access: seek, pread); threads: decoding threads
+    of one large read (None: one per core); cache_bytes: decoded frames kept (default 64 MiB).
     """
     path = os.fspath(path)
     if isinstance(path, bytes):
@@ -85,7 +88,7 @@ def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
         return Writer(path, strategy=strategy, link=link, threads=threads,
                       block_size=block_size, buffers=buffers, hints=list(hints))
     if mode in ("rb", "r"):
-        return Reader(path)
+        return Reader(path, threads=threads, cache_bytes=cache_bytes)
     raise ValueError(f"invalid mode {mode!r}: use 'rb' or 'wb' (adz files are binary)")
 
 
@@ -174,14 +177,19 @@ class Writer(io.RawIOBase):
 
 
 class Reader(io.RawIOBase):
-    """A binary file object that decodes an adz file from its start, checking every checksum."""
+    """A seekable binary file object over an adz file. Reads decode only the frames they
+    overlap, check every checksum and run with the GIL released; a damaged frame raises
+    `CorruptData` and never returns wrong bytes."""
 
-    def __init__(self, path):
+    def __init__(self, path, threads=None, cache_bytes=None):
         super().__init__()
-        self._r = _adz.open_reader(path)
+        self._r = _adz.open_reader(path, threads=threads, cache_bytes=cache_bytes)
         self.name = path
 
     def readable(self):
+        return True
+
+    def seekable(self):
         return True
 
     def readinto(self, b):
@@ -197,19 +205,32 @@ class Reader(io.RawIOBase):
     def readall(self):
         return self.read(-1)
 
+    def pread(self, offset, length):
+        """Up to `length` raw bytes at `offset` (fewer only at the end), without moving the
+        position; threads may call it at once on one reader."""
+        self._check_open()
+        if offset < 0 or length < 0:
+            raise ValueError("offset and length must not be negative")
+        return self._r.pread(offset, length)
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        self._check_open()
+        return self._r.seek(offset, whence)
+
     def tell(self):
         self._check_open()
         return self._r.tell()
 
-    # READER-HOOK: with adz-core's random-access reader, seekable() becomes True and seek()
-    # and pread(offset, n) read only the frames a range needs.
-    def seekable(self):
-        return False
+    @property
+    def size(self):
+        """Raw (decompressed) size in bytes."""
+        self._check_open()
+        return self._r.size()
 
-    def seek(self, offset, whence=io.SEEK_SET):
-        raise io.UnsupportedOperation(
-            "adz readers do not seek yet: they decode sequentially (random access comes with "
-            "the random-access reader)")
+    def stats(self):
+        """Frames and bytes decoded, cache hits, storage requests and bytes fetched."""
+        self._check_open()
+        return self._r.stats()
 
     def close(self):
         if not self.closed:
