@@ -2,7 +2,8 @@
 # Issue 7's bench: write speed to a MinIO on 127.0.0.1 with raw (codec none) and S1
 # (throughput, link measured) as --streams varies (1, 2, 4, 8); the same through adz's throttle
 # at 117 MB/s so that the link is the bottleneck; and decompression (ranged GETs) from MinIO
-# against the same file read locally. Run it on a quiet machine: the figures are timings.
+# against the same file read locally; 4 KiB ranged reads (`adz cat`) from MinIO and locally.
+# Run it on a quiet machine: the figures are timings.
 # Results: CSV in $OUT (default .cache/bench/s3).
 #
 #   scripts/bench-s3.sh
@@ -59,4 +60,18 @@ start=$(date +%s.%N)
 "$ADZ" decompress -q "$OUT/text.adz" - > /dev/null
 end=$(date +%s.%N)
 echo "read-local,zstd:3,,none,$(echo "$end - $start" | bc),," | tee -a "$csv"
+# Ranged reads: `adz cat --offset O --length 4096` at RANGED random offsets (seeded), each a
+# new process (open: the trailer with one ranged GET of the tail; then the frame's range), from
+# MinIO and from the local file. Mean wall time per read, process start included.
+RANGED=${RANGED:-50}
+offsets=$(awk -v n="$RANGED" -v max="$((SIZE - 4096))" 'BEGIN { srand(7); for (i = 0; i < n; i++) printf "%d\n", int(rand() * max) }')
+for where in "$url" "$OUT/text.adz"; do
+    start=$(date +%s.%N)
+    for o in $offsets; do
+        "$ADZ" cat "$where" --offset "$o" --length 4096 > /dev/null
+    done
+    end=$(date +%s.%N)
+    kind=ranged-s3; [ "$where" = "$url" ] || kind=ranged-local
+    echo "$kind,zstd:3,,none,$(echo "($end - $start) / $RANGED" | bc -l | cut -c1-8),," | tee -a "$csv"
+done
 echo "results in $csv" >&2
