@@ -45,7 +45,8 @@ s3-test:
 	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
 	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
 	$(CARGO) test --workspace --test s3
-## make python-test: build the Python module with maturin in .cache/venv and run its pytest suite.
+## make python-test: build the Python module (with the feature s3) with maturin in .cache/venv,
+## start MinIO on 127.0.0.1 for its S3 tests (stopped even if they fail), run its pytest suite.
 python-test:
 	CACHE="$(CACHE)" scripts/python-test.sh
 
