@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 30
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
 .PHONY: s3-test
 .PHONY: evaluate evaluate-quick
-.PHONY: python-test c-test
+.PHONY: python-test c-test header
 
 all: build
 
@@ -45,13 +45,19 @@ s3-test:
 	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
 	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
 	$(CARGO) test --workspace --test s3
-## make python-test: build the Python module with maturin in .cache/venv and run its pytest suite.
+## make python-test: build the Python module (with the feature s3) with maturin in .cache/venv,
+## start MinIO on 127.0.0.1 for its S3 tests (stopped even if they fail), run its pytest suite.
 python-test:
 	CACHE="$(CACHE)" scripts/python-test.sh
 
 ## make c-test: build the C API, compile examples/c against include/adz.h, run and check them.
 c-test:
 	CARGO="$(CARGO)" scripts/c-test.sh
+
+## make header: regenerate crates/adz-capi/include/adz.h with cbindgen (from src/ffi.rs and
+## cbindgen.toml); `make unit` fails while the committed header differs from the generated one.
+header:
+	ADZ_BLESS=1 $(CARGO) test -p adz-capi --test header
 
 ## make bench: side-by-side figures (not part of make test); see docs/benchmarks/.
 bench: build

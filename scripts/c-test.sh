@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Build the C API (static library), compile the C examples against include/adz.h with the
-# system compiler, run them, and check their output with the adz CLI and byte comparison.
+# Build the C API (static library), compile the C examples against include/adz.h (generated
+# by cbindgen: `make header`) with the system compiler, run them, and check their output with
+# the adz CLI and byte comparison. Honours CARGO_TARGET_DIR.
 # The MPI example runs when Open MPI (mpicc, mpirun) is installed (scripts/deps.sh does it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO="${CARGO:-cargo}"
 CC="${CC:-cc}"
 "$CARGO" build --release -q -p adz-capi -p adz-cli
-LIB=target/release/libadz_capi.a
-ADZ=target/release/adz
+TARGET="${CARGO_TARGET_DIR:-target}"
+LIB="$TARGET/release/libadz_capi.a"
+ADZ="$TARGET/release/adz"
 INC=crates/adz-capi/include
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Build the Python module with maturin into a virtual environment (.cache/venv) and run its
 # pytest suite. Installs maturin, pytest, numpy, numcodecs and zarr into the venv if missing.
+#
+# The module is built with the cargo feature `s3`, and the suite's S3 tests (tests/test_s3.py)
+# run against a throwaway MinIO on 127.0.0.1 (scripts/minio.sh; MINIO= names its binary),
+# started here and stopped on exit even if the tests fail, unless AWS_ENDPOINT_URL is already
+# set (then that server is used, with ADZ_S3_BUCKET and the AWS_* keys from the environment).
+# ADZ_REQUIRE_S3=1 is exported, so the S3 tests fail instead of skipping when S3 is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${CACHE:-$PWD/.cache}"
@@ -15,5 +21,13 @@ if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr" 2>/dev/null; then
 fi
 # maturin develop builds the extension and installs the package (editable) into the venv.
 (cd crates/adz-python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
-    "$VENV/bin/maturin" develop --release --quiet)
+    "$VENV/bin/maturin" develop --release --quiet --features s3)
+if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
+    state="$(mktemp -d "${TMPDIR:-/tmp}/adz-python-s3.XXXXXX")"
+    trap 'CACHE="$CACHE" scripts/minio.sh stop "$state"; rm -rf "$state"' EXIT
+    CACHE="$CACHE" scripts/minio.sh start "$state"
+    # shellcheck disable=SC1091
+    . "$state/env"
+fi
+export ADZ_REQUIRE_S3=1
 "$PY" -m pytest -q crates/adz-python/tests "$@"

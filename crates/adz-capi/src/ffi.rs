@@ -53,7 +53,7 @@ pub struct AdzSummary {
     pub sink_seconds: f64,
 }
 
-/// An open writer (`adz_writer` in C).
+/// An open writer (`adz_writer` in C), from `adz_writer_open`.
 pub struct AdzWriter {
     state: Mutex<WriterState>,
 }
@@ -63,7 +63,7 @@ enum WriterState {
     Closed,
 }
 
-/// An asynchronous write in progress (`adz_write` in C).
+/// An asynchronous write in progress (`adz_write` in C), from `adz_writer_write_async`.
 pub struct AdzWrite {
     state: Mutex<AsyncState>,
 }
@@ -73,8 +73,9 @@ enum AsyncState {
     Done(c_int, String),
 }
 
-/// A random-access reader (`adz_reader` in C). `Reader` is `Sync`: several threads may
-/// `adz_reader_pread` on one handle at once and share its cache.
+/// A random-access reader (`adz_reader` in C), from `adz_reader_open`. Several threads may
+/// `adz_reader_pread` on one handle at once and share its cache (adz-core's `Reader` is
+/// `Sync`).
 pub struct AdzReader {
     reader: Reader,
 }
@@ -187,7 +188,9 @@ unsafe fn writer_ref<'a>(w: *mut AdzWriter) -> Result<&'a AdzWriter, Failure> {
     unsafe { w.as_ref() }.ok_or_else(|| arg("the writer is NULL"))
 }
 
-/// Open a writer on `path` (a local path; object-store URLs when adz-store has them).
+/// Open a writer on `path`: a local path or `file://` URL, or `s3://bucket/key` when the
+/// library is built with the cargo feature `s3` (configured from `AWS_ENDPOINT_URL`,
+/// `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`).
 /// `strategy`: NULL for `throughput`, or `keep-pace`, `prolong=F`, `archive`,
 /// `static=zstd:3` ...; `link`: NULL for `auto`, or `1GbE`, `500MB/s` ...; `threads`: 0 for
 /// one per core. Nothing appears under `path` until `adz_writer_close` succeeds.

@@ -531,6 +531,10 @@ fn decompress<'py>(
 fn _adz(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The optional cargo features this module was built with (`s3`: s3://bucket/key paths).
+    let features: Vec<&str> =
+        [cfg!(feature = "s3").then_some("s3")].into_iter().flatten().collect();
+    m.add("features", pyo3::types::PyTuple::new(py, features)?)?;
     m.add("Error", py.get_type::<AdzError>())?;
     m.add("CorruptData", py.get_type::<CorruptData>())?;
     m.add("StorageError", py.get_type::<StorageError>())?;

@@ -356,7 +356,10 @@ def test_errors_map_to_exceptions(tmp_path):
     with pytest.raises(adz.ConfigError):
         adz.open(tmp_path / "x.adz", "wb", block_size=0)
     with pytest.raises(adz.ConfigError):
-        adz.open("s3://bucket/x.adz", "wb")
+        adz.open("s3://bucket", "wb")  # no key
+    if "s3" not in adz.features:
+        with pytest.raises(adz.ConfigError, match="feature `s3`"):
+            adz.open("s3://bucket/x.adz", "wb")
     with pytest.raises(adz.NotFound):
         adz.open(tmp_path / "missing.adz", "rb")
     with pytest.raises(adz.StorageError):

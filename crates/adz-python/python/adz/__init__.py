@@ -24,6 +24,10 @@ the frames a range overlaps, checking every checksum; a damaged frame raises `Co
 and never returns wrong bytes. A file whose writer died (no trailer) raises `CorruptData` at
 open; `adz recover BROKEN OUT` salvages its complete frames.
 
+Paths are local paths, file:// URLs and, when built with the cargo feature `s3` ("s3" in
+`adz.features`), s3://bucket/key objects configured from AWS_ENDPOINT_URL, AWS_REGION,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_ALLOW_HTTP.
+
 Errors: `adz.Error` is the base of `CorruptData`, `StorageError` (and its `NotFound`),
 `ConfigError` and `WriteFailed`.
 """
@@ -46,6 +50,10 @@ from ._adz import (
 
 __version__ = _adz.__version__
 
+#: The optional features this build has: "s3" when it was built with the cargo feature `s3`
+#: (`maturin develop --features s3`), so that paths may be s3://bucket/key.
+features = tuple(_adz.features)
+
 __all__ = [
     "open",
     "Writer",
@@ -59,6 +67,7 @@ __all__ = [
     "NotFound",
     "ConfigError",
     "WriteFailed",
+    "features",
 ]
 
 WriteFuture = _adz.WriteFuture

@@ -7,6 +7,7 @@ the codec and level adz chose for it (recorded in the block, so decoding needs n
 
 Importing this module registers the codec under the id "adz" (and the package declares the
 numcodecs entry point, so `numcodecs.get_codec({"id": "adz"})` finds it without the import).
+zarr arrays of format 3 take zarr v3 codecs instead: `adz.zarr.Adz` wraps this one.
 """
 
 from numcodecs.abc import Codec
@@ -35,10 +36,11 @@ class Adz(Codec):
         self.block_size = int(block_size)
         self.threads = int(threads)
 
-    def _hint(self, arr):
+    def _hint(self, dtype):
+        """The shuffle hint for elements of the codec's dtype, else of `dtype` (the data's)."""
         import numpy as np
 
-        dt = np.dtype(self.dtype) if self.dtype is not None else arr.dtype
+        dt = np.dtype(self.dtype) if self.dtype is not None else np.dtype(dtype)
         if dt.kind == "f" and dt.itemsize in (4, 8):
             return [f"dtype=f{dt.itemsize * 8}"]
         if dt.kind in "fiucmM" and dt.itemsize in (2, 4, 8):
@@ -48,8 +50,15 @@ class Adz(Codec):
 
     def encode(self, buf):
         arr = ensure_contiguous_ndarray(buf)
-        return _adz.compress(arr, strategy=self.strategy, link=self.link, threads=self.threads,
-                             block_size=self.block_size, hints=self._hint(arr))
+        return self.encode_as(arr, arr.dtype)
+
+    def encode_as(self, buf, dtype):
+        """Compress the bytes of `buf` (anything with the buffer protocol), taking them as
+        elements of `dtype` for the shuffle filter unless the codec has its own dtype. The
+        zarr v3 codec (`adz.zarr.Adz`) calls this with the array's dtype, since zarr hands it
+        plain bytes."""
+        return _adz.compress(buf, strategy=self.strategy, link=self.link, threads=self.threads,
+                             block_size=self.block_size, hints=self._hint(dtype))
 
     def decode(self, buf, out=None):
         data = _adz.decompress(ensure_contiguous_ndarray(buf))
