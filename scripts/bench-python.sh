@@ -3,12 +3,13 @@
 #  1. Python writing a 1 GiB numpy array through adz.open vs `adz compress` on the same bytes,
 #     same strategy, link and threads, both into files in $OUT: the binding should add no
 #     copies, so its time should be within a few percent of the CLI's.
-#  2. zarr (format 2) with adz's numcodecs codec vs Blosc (zstd and lz4, byte shuffle) on the
-#     same array: ratio, write and read time. There is no climate dataset in
-#     scripts/datasets.sh yet; the array is adz-datagen's `doubles` (smooth float64 fields).
+#  2. zarr (format 3) on adz-bench's climate dataset (float32 fields with a land mask of fill
+#     values) with adz's zarr v3 codec vs zarr's default (zstd) and its Blosc codec (zstd and
+#     lz4, byte shuffle): ratio, write and read time.
 #
 #   scripts/bench-python.sh                       # 1 GiB
 #   SIZE=268435456 THREADS=4 scripts/bench-python.sh
+#   ZARR_SIZE=67108864 ZARR_RUNS=1 scripts/bench-python.sh   # a smaller zarr part
 # Results: $OUT/results.md (default .cache/bench/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +18,12 @@ OUT=${OUT:-$CACHE/bench/python}
 SIZE=${SIZE:-1073741824}
 THREADS=${THREADS:-0}
 RUNS=${RUNS:-3}
+ZARR_SIZE=${ZARR_SIZE:-268435456}   # bytes of the climate dataset for the zarr part
+ZARR_RUNS=${ZARR_RUNS:-3}
 CONFIGS=${CONFIGS:-"static=zstd:1|auto static=zstd:3|auto keep-pace|1GbE throughput|10GbE"}
 mkdir -p "$OUT"
 
-cargo build --release -p adz-cli -p adz-datagen >&2
+cargo build --release -p adz-cli -p adz-datagen -p adz-bench >&2
 scripts/python-test.sh -q -k round_trip_every_strategy >&2   # builds the module (release) in the venv
 PY="$CACHE/venv/bin/python"
 ADZ=target/release/adz
@@ -60,39 +63,59 @@ PY
     done
 done
 
-"$PY" - "$data" "$OUT" >> "$results" <<'PY'
+# 2. zarr on the climate dataset (adz-bench's float32 fields, 4 variables x time steps on a 1°
+#    grid with a land mask of fill values), zarr format 3: adz's zarr v3 codec against zarr's
+#    default (zstd level 0) and its Blosc codec (zstd and lz4, byte shuffle).
+target/release/adz-bench datasets --cache "$CACHE" --datasets climate --size "$ZARR_SIZE" >&2
+climate="$CACHE/datasets/gen/climate-$ZARR_SIZE-1.bin"
+cat "$climate" > /dev/null
+"$PY" - "$climate" "$OUT" "$ZARR_RUNS" >> "$results" <<'PY'
 import os, shutil, sys, time
 import numpy as np
-import numcodecs, zarr
-import adz.numcodecs
+import zarr
+from zarr.codecs import BloscCodec, ZstdCodec
+import adz.zarr
 
-data, out = sys.argv[1:3]
-a = np.fromfile(data, dtype=np.float64).reshape(-1, 1024)
+data, out, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+a = np.fromfile(data, dtype=np.float32)
+a = a.reshape(4, -1, 180, 360)          # variable, time step, lat, lon (datasets.rs::climate)
+chunks = (1, 8, 180, 360)               # 2 MiB chunks: 8 time steps of one variable
 codecs = {
-    "adz static=zstd:3 (default)": adz.numcodecs.Adz(),
-    "adz archive": adz.numcodecs.Adz(strategy="archive"),
-    "adz static=lz4": adz.numcodecs.Adz(strategy="static=lz4"),
-    "blosc zstd:5 shuffle": numcodecs.Blosc(cname="zstd", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE),
-    "blosc lz4:5 shuffle (zarr 2 default)": numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE),
+    "adz (default: static=zstd:3, shuffle from dtype)": adz.zarr.Adz(),
+    "adz throughput, link 1GbE": adz.zarr.Adz(strategy="throughput", link="1GbE"),
+    "adz archive": adz.zarr.Adz(strategy="archive"),
+    "zarr default (zstd level 0)": ZstdCodec(),
+    "zarr zstd level 3": ZstdCodec(level=3),
+    "blosc zstd:5 shuffle": BloscCodec(cname="zstd", clevel=5, shuffle="shuffle"),
+    "blosc lz4:5 shuffle": BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"),
 }
 print()
-print(f"## zarr (format 2), {a.shape[0]} x 1024 float64, chunks 1024 x 1024 (8 MiB)")
+print(f"## zarr format 3, climate {a.shape} float32 ({a.nbytes} bytes), chunks {chunks}")
 print()
-print("| codec | ratio | write s | read s |")
-print("|---|---|---|---|")
+print(f"zarr {zarr.__version__}, numpy {np.__version__}; times are the median of {runs} runs")
+print()
+print("| codec | ratio | write s | write MB/s | read s | read MB/s |")
+print("|---|---|---|---|---|---|")
 for name, codec in codecs.items():
     path = os.path.join(out, "z.zarr")
-    shutil.rmtree(path, ignore_errors=True)
-    t0 = time.perf_counter()
-    z = zarr.create_array(store=path, shape=a.shape, chunks=(1024, 1024), dtype=a.dtype,
-                          compressors=codec, zarr_format=2)
-    z[:] = a
-    t1 = time.perf_counter()
-    back = zarr.open_array(path, mode="r")[:]
-    t2 = time.perf_counter()
-    assert np.array_equal(back, a)
+    writes, reads = [], []
+    for _ in range(runs):
+        shutil.rmtree(path, ignore_errors=True)
+        t0 = time.perf_counter()
+        z = zarr.create_array(store=path, shape=a.shape, chunks=chunks, dtype=a.dtype,
+                              compressors=codec, zarr_format=3)
+        z[:] = a
+        t1 = time.perf_counter()
+        back = zarr.open_array(path, mode="r")[:]
+        t2 = time.perf_counter()
+        assert np.array_equal(back, a)
+        writes.append(t1 - t0)
+        reads.append(t2 - t1)
     stored = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
-                 if not f.startswith("."))
-    print(f"| {name} | {a.nbytes / stored:.3f} | {t1 - t0:.2f} | {t2 - t1:.2f} |")
+                 if f != "zarr.json")
+    w, r = sorted(writes)[runs // 2], sorted(reads)[runs // 2]
+    print(f"| {name} | {a.nbytes / stored:.3f} | {w:.2f} | {a.nbytes / w / 1e6:.0f} | "
+          f"{r:.2f} | {a.nbytes / r / 1e6:.0f} |")
+shutil.rmtree(path, ignore_errors=True)
 PY
 cat "$results"
