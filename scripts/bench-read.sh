@@ -25,8 +25,8 @@
 #    files, deleted and synced before every run (adz fsyncs its output on commit, the tools do
 #    not: the "+ fsync" rows make that equal).
 # 3. frame size: for each of SIZES, the compressed size (ratio) and read_random's decoded bytes
-#    and latency per 4 KiB read. (Where `--frame-size auto` lands on this curve is measured by
-#    the MRC benchmark of the same issue, once that flag exists.)
+#    and latency per 4 KiB read.
+# 4. `--frame-size auto`: the frame size MRC picks for this file at reads-per-write 0, 1, 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -114,4 +114,13 @@ rm -f $OUTS
         rm -f "frames-$b.adz"
     done
 } | tee "$RESULTS/frame-sizes.txt"
+# 4. Where `--frame-size auto` (MRC) lands on that curve, for reads-per-write 0, 1 and 10 (write
+#    and read link 1GbE: Bw/Br = 1).
+{
+    for k in 0 1 10; do
+        adz compress -f -T 1 --codec zstd:3 --link 1GbE --frame-size auto \
+            --hint "reads-per-write=$k" "$IN" auto.adz 2>&1 | sed -n 's/^ *frame size auto: /reads-per-write='"$k"': /p'
+        rm -f auto.adz
+    done
+} | tee "$RESULTS/frame-size-auto.txt"
 log "results in $RESULTS"
