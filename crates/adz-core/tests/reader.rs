@@ -476,12 +476,15 @@ fn a_store_that_returns_short_reads_gives_an_error_not_a_panic() {
     assert!(err.to_string().contains("storage returned"), "{err}");
 }
 
+/// Which ranges a [`FailingRanges`] fails.
+type RangeTest = Box<dyn Fn(&std::ops::Range<u64>) -> bool + Send + Sync>;
+
 /// A backend that fails every read touching some stored bytes, as an object store does when it
 /// finds its copy of a block damaged (MinIO checks a hash per 1 MiB block and fails any range
 /// that overlaps a bad one), and counts the reads.
 struct FailingRanges {
     inner: MemoryStorage,
-    fails: Box<dyn Fn(&std::ops::Range<u64>) -> bool + Send + Sync>,
+    fails: RangeTest,
     reads: std::sync::atomic::AtomicU64,
 }
 
