@@ -4,7 +4,9 @@
 #   scripts/minio.sh install          build MinIO into $CACHE/go/bin unless it is there
 #   scripts/minio.sh start STATE_DIR  start it on a free loopback port with a temporary data
 #                                     directory, create the test bucket, and write
-#                                     STATE_DIR/env (source it: endpoint, keys, bucket)
+#                                     STATE_DIR/env (source it: endpoint, keys, bucket, and
+#                                     ADZ_MINIO_DATA, the data directory, for the tests that
+#                                     damage an object on the server's disk)
 #   scripts/minio.sh stop STATE_DIR   stop that server and remove its data
 #   scripts/minio.sh kill STATE_DIR   kill it as a crash would (SIGKILL), keeping its data
 #   scripts/minio.sh restart STATE_DIR  start it again on the same port and data
@@ -106,6 +108,7 @@ export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
 export AWS_REGION=us-east-1
 export AWS_ALLOW_HTTP=true
 export ADZ_S3_BUCKET=$BUCKET
+export ADZ_MINIO_DATA=$data
 EOF
     log "MinIO at $endpoint (pid $(cat "$state/pid")), bucket $BUCKET; env in $state/env"
 }

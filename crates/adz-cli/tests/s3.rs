@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use adz_datagen::{generate, Kind};
 
+#[path = "s3/corrupt.rs"]
+mod corrupt;
+
 /// The bucket, or `None` (after saying why) to skip.
 fn bucket() -> Option<String> {
     let required = std::env::var("ADZ_REQUIRE_S3").is_ok_and(|v| v == "1");

@@ -32,6 +32,22 @@ pub enum Error {
     /// The storage underneath failed.
     #[error(transparent)]
     Store(#[from] adz_store::Error),
+    /// The object is there but the bytes of one frame could not be fetched: a server error,
+    /// a broken connection, retries given up (an object store that found its copy of those
+    /// bytes damaged answers so). The frame is named; other frames may still read. Failures
+    /// about the whole object (not found, no bucket, bad credentials) stay [`Error::Store`].
+    #[error("frame {frame} at offset {offset}: fetching its {len} stored bytes failed")]
+    FrameFetch {
+        /// Frame number.
+        frame: u64,
+        /// File offset of the frame header.
+        offset: u64,
+        /// Stored length of the frame (header and payload).
+        len: u64,
+        /// What the storage said.
+        #[source]
+        source: adz_store::Error,
+    },
     /// The write pipeline stopped: a sink error, a dropped writer, a failed worker. The
     /// message says which; nothing was committed.
     #[error("write failed: {0}")]
@@ -62,10 +78,10 @@ impl Error {
         Error::Io { context: context.into(), source }
     }
 
-    /// The frame the error is about, if it is about one frame's contents.
+    /// The frame the error is about, if it is about one frame's contents or its fetch.
     pub fn frame(&self) -> Option<u64> {
         match self {
-            Error::Codec { frame, .. } => Some(*frame),
+            Error::Codec { frame, .. } | Error::FrameFetch { frame, .. } => Some(*frame),
             Error::Format(adz_format::Error::DataChecksum { frame, .. })
             | Error::Format(adz_format::Error::PayloadChecksum { frame, .. })
             | Error::Format(adz_format::Error::UnknownCodec { frame, .. }) => Some(*frame),
@@ -81,6 +97,8 @@ impl From<Error> for io::Error {
             Error::Config(_) | Error::RangeTooLarge { .. } => {
                 io::Error::new(io::ErrorKind::InvalidInput, e)
             }
+            // The bytes could not be fetched, which says nothing about whether they are valid.
+            Error::FrameFetch { .. } => io::Error::other(e),
             other => io::Error::new(io::ErrorKind::InvalidData, other),
         }
     }

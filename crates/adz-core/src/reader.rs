@@ -24,7 +24,10 @@
 //!
 //! Every frame is checked as it is decoded: its header against the index entry, its payload
 //! checksum before the codec sees it, its raw checksum after. A mismatch is an error naming
-//! the frame; a reader never returns wrong bytes.
+//! the frame; a reader never returns wrong bytes. A frame whose bytes the storage cannot fetch
+//! (a server error, a broken connection) is [`Error::FrameFetch`], naming that frame; when a
+//! request for several neighbouring frames fails, each is fetched alone, so only the frames
+//! whose own fetch fails are lost and reads of other frames are untouched.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -533,7 +536,25 @@ impl Reader {
             return Ok(Vec::new());
         };
         let span = first.file_offset..last.file_range().end;
-        let bytes = self.storage.get_range(&self.name, span.clone())?;
+        let bytes = match self.storage.get_range(&self.name, span.clone()) {
+            Ok(b) => b,
+            Err(e) if about_the_object(&e) => return Err(e.into()),
+            Err(source) if run.len() == 1 => {
+                let (frame, offset, len) = (run.start as u64, span.start, span.end - span.start);
+                return Err(Error::FrameFetch { frame, offset, len, source });
+            }
+            Err(_) => {
+                // One request for several frames failed. The damage may be in one of them only
+                // (an object store that finds one block of its copy damaged fails every range
+                // that touches it): fetch them one by one, in order, so that the error names
+                // the frame whose fetch fails, and a failure that went away costs nothing.
+                let mut out = Vec::with_capacity(run.len());
+                for i in run {
+                    out.extend(self.fetch_decode(i..i + 1)?);
+                }
+                return Ok(out);
+            }
+        };
         self.counters.fetches.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if bytes.len() as u64 != span.end - span.start {
@@ -568,6 +589,25 @@ impl Reader {
         FileHeader::parse(&b)?;
         self.header_checked.store(true, Ordering::Release);
         Ok(())
+    }
+}
+
+/// Whether a storage error is about the whole object (it is missing, the bucket is, the
+/// credentials are refused, the object is shorter than its index says) rather than about the
+/// bytes of one range: then no frame is to blame and no other frame would read either.
+fn about_the_object(e: &adz_store::Error) -> bool {
+    use adz_store::{Error as E, RemoteKind as K};
+    match e {
+        E::NotFound { .. }
+        | E::InvalidName { .. }
+        | E::InvalidRange { .. }
+        | E::OutOfRange { .. }
+        | E::AlreadyExists { .. } => true,
+        E::Remote { kind, .. } => {
+            matches!(kind, K::NoSuchBucket | K::Unauthenticated | K::PermissionDenied)
+        }
+        E::RetriesExhausted { last, .. } => about_the_object(last),
+        _ => false,
     }
 }
 

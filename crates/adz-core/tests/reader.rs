@@ -475,3 +475,121 @@ fn a_store_that_returns_short_reads_gives_an_error_not_a_panic() {
     let err = r.read_range(10_000, 10).unwrap_err();
     assert!(err.to_string().contains("storage returned"), "{err}");
 }
+
+/// Which ranges a [`FailingRanges`] fails.
+type RangeTest = Box<dyn Fn(&std::ops::Range<u64>) -> bool + Send + Sync>;
+
+/// A backend that fails every read touching some stored bytes, as an object store does when it
+/// finds its copy of a block damaged (MinIO checks a hash per 1 MiB block and fails any range
+/// that overlaps a bad one), and counts the reads.
+struct FailingRanges {
+    inner: MemoryStorage,
+    fails: RangeTest,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for FailingRanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FailingRanges").finish_non_exhaustive()
+    }
+}
+
+impl Storage for FailingRanges {
+    fn create(&self, name: &str) -> adz_core::store::Result<Box<dyn adz_core::store::Upload>> {
+        self.inner.create(name)
+    }
+    fn get_range(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+    ) -> adz_core::store::Result<Vec<u8>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if (self.fails)(&range) {
+            return Err(adz_core::store::Error::Remote {
+                kind: adz_core::store::RemoteKind::ConnectionLost,
+                op: "get",
+                name: name.to_owned(),
+                source: "the server broke off the answer".into(),
+            });
+        }
+        self.inner.get_range(name, range)
+    }
+    fn size(&self, name: &str) -> adz_core::store::Result<u64> {
+        self.inner.size(name)
+    }
+    fn delete(&self, name: &str) -> adz_core::store::Result<()> {
+        self.inner.delete(name)
+    }
+    fn list(&self, prefix: &str) -> adz_core::store::Result<Vec<adz_core::store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+}
+
+fn failing(
+    store: &MemoryStorage,
+    fails: impl Fn(&std::ops::Range<u64>) -> bool + Send + Sync + 'static,
+) -> Arc<FailingRanges> {
+    Arc::new(FailingRanges { inner: store.clone(), fails: Box::new(fails), reads: 0.into() })
+}
+
+#[test]
+fn a_frame_whose_fetch_fails_is_named_and_other_frames_still_read() {
+    let data = mixed(40 * 4096, 16);
+    let mem = store_with(&file_of(&data, 4096, "zstd:3"));
+    let index = open(&mem, no_cache()).unwrap().index().clone();
+    let e = index.entries();
+    // Damaged stored bytes from inside frame 10's payload to inside frame 11's header.
+    let bad = e[10].file_offset + FRAME_HEADER_LEN as u64 + 30..e[11].file_offset + 5;
+    let store = failing(&mem, move |r| r.start < bad.end && bad.start < r.end);
+    for threads in [1, 2] {
+        let opts = ReaderOptions { threads, cache_bytes: 0, ..Default::default() };
+        let r = Reader::open(store.clone(), "f.adz", opts).unwrap();
+        let frame_of = |err: &Error| match err {
+            Error::FrameFetch { frame, offset, len, source } => {
+                assert_eq!(*offset, e[*frame as usize].file_offset);
+                assert_eq!(*len, e[*frame as usize].file_range().end - *offset);
+                assert!(source.to_string().contains("f.adz"), "{source}");
+                *frame
+            }
+            other => panic!("expected FrameFetch, got {other:?}"),
+        };
+        // Frame 10 alone; frames 8..13 in one coalesced request, which fails, then one by one:
+        // the first frame that fails alone is named.
+        let err = r.read_range(10 * 4096 + 7, 10).unwrap_err();
+        assert_eq!(frame_of(&err), 10);
+        assert_eq!(err.frame(), Some(10));
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("frame 10 at offset {}", e[10].file_offset)), "{msg}");
+        assert_eq!(frame_of(&r.read_range(8 * 4096, 5 * 4096).unwrap_err()), 10);
+        assert_eq!(frame_of(&r.read_range(11 * 4096, 100).unwrap_err()), 11);
+        assert_eq!(frame_of(&r.copy_to(std::io::sink(), threads).unwrap_err()), 10);
+        // Every other frame reads, alone and in long coalesced ranges up to the damage.
+        for (from, to) in [(0, 10), (12, 40), (3, 4), (39, 40), (12, 13), (9, 10)] {
+            let (a, b) = (from * 4096, to * 4096);
+            assert!(r.read_range(a as u64, (b - a) as u64).unwrap() == data[a..b], "{from}..{to}");
+        }
+    }
+
+    // A request for several frames that fails once, then works: the frames are fetched one
+    // by one and the read succeeds.
+    let largest = e.iter().map(|x| x.file_range().end - x.file_offset).max().unwrap();
+    let once = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let armed = Arc::clone(&once);
+    let store = failing(&mem, move |r| {
+        r.end - r.start > largest && once.swap(false, std::sync::atomic::Ordering::Relaxed)
+    });
+    let opts = ReaderOptions { threads: 1, cache_bytes: 0, ..Default::default() };
+    let r = Reader::open(store.clone(), "f.adz", opts).unwrap();
+    assert!(r.read_range(39 * 4096, 1).is_ok()); // the file header is checked by now
+    armed.store(true, std::sync::atomic::Ordering::Relaxed);
+    let before = store.reads.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(r.read_range(0, 8 * 4096).unwrap() == data[..8 * 4096]);
+    assert_eq!(store.reads.load(std::sync::atomic::Ordering::Relaxed) - before, 1 + 8);
+
+    // A missing object is not blamed on a frame.
+    let r = open(&mem, no_cache()).unwrap();
+    mem.delete("f.adz").unwrap();
+    let err = r.read_range(0, 10).unwrap_err();
+    assert!(matches!(err, Error::Store(adz_core::store::Error::NotFound { .. })), "{err:?}");
+    assert_eq!(err.frame(), None);
+}
