@@ -24,11 +24,12 @@ fi
 # make s3-test builds MinIO once with go and drives it with curl and python3 (a free port).
 if ! need_cmd curl && need_cmd apt-get; then (apt-get update -qq && apt-get install -y -qq curl) >/dev/null; fi
 need_cmd go || [ -x "${CACHE:-.cache}/go/bin/minio" ] || echo "deps: go not found; make s3-test needs it once to build MinIO" >&2
-# `scripts/deps.sh bench`: also what the evaluation harness (make evaluate) uses: the external
-# tools it compares against and what scripts/datasets.sh needs. Not installed for make test.
+# `scripts/deps.sh bench`: also what the evaluation harness (make evaluate) and the bench scripts
+# use: the external tools they compare against, hyperfine and bc for the timings, and what
+# scripts/datasets.sh needs. Not installed for make test.
 if [ "${1:-}" = bench ]; then
     missing=()
-    for tool in zstd:zstd lz4:lz4 xz:xz-utils dpkg-deb:dpkg; do
+    for tool in zstd:zstd lz4:lz4 xz:xz-utils dpkg-deb:dpkg hyperfine:hyperfine bc:bc; do
         need_cmd "${tool%%:*}" || missing+=("${tool#*:}")
     done
     if [ ${#missing[@]} -gt 0 ]; then
