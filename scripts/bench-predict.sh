@@ -9,6 +9,11 @@
 #  2. adz compress -s throughput|keep-pace through a throttled link with --predict auto and
 #     --predict off, and with a fixed start (the thesis' zstd:1 / lz4:1 via -s static for
 #     reference): total write time and the trace (blocks until the controller settles).
+#  The compressed output goes to a pipe to /dev/null behind adz's throttle, so the throttled link
+#  is the only sink cost (a local file would add the disk and its fsync, which at 10GbE and
+#  above cost more than the link).
+# Tables for the README: python3 docs/benchmarks/2026-11-23-predict-timing/summarize.py, run in
+# the results directory.
 set -euo pipefail
 SIZE_MIB=${1:-512}
 THREADS=${2:-$(nproc)}
@@ -34,13 +39,13 @@ GEN="$ROOT/target/release/adz-datagen"
           echo "## $kind $link $strategy --predict $predict"
           "$ADZ" compress -f -s "$strategy" --link auto --throttle "$link" -T "$THREADS" \
             --predict "$predict" --trace "$OUT/trace-$kind-$link-$strategy-$predict.jsonl" \
-            "$WORK/$kind.bin" "$WORK/out.adz"
+            "$WORK/$kind.bin" - > /dev/null
         done
       done
       for fixed in zstd:1 lz4:1; do
         echo "## $kind $link static=$fixed"
         "$ADZ" compress -f -s "static=$fixed" --throttle "$link" -T "$THREADS" \
-          "$WORK/$kind.bin" "$WORK/out.adz"
+          "$WORK/$kind.bin" - > /dev/null
       done
     done
   done

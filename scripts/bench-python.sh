@@ -10,6 +10,7 @@
 #   scripts/bench-python.sh                       # 1 GiB
 #   SIZE=268435456 THREADS=4 scripts/bench-python.sh
 #   ZARR_SIZE=67108864 ZARR_RUNS=1 scripts/bench-python.sh   # a smaller zarr part
+#   OUT=/dev/shm/adz-bench ZARR=0 RUNS=5 scripts/bench-python.sh   # part 1 only, on tmpfs
 # Results: $OUT/results.md (default .cache/bench/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ THREADS=${THREADS:-0}
 RUNS=${RUNS:-3}
 ZARR_SIZE=${ZARR_SIZE:-268435456}   # bytes of the climate dataset for the zarr part
 ZARR_RUNS=${ZARR_RUNS:-3}
+ZARR=${ZARR:-1}                     # 0: leave the zarr part out
 CONFIGS=${CONFIGS:-"static=zstd:1|auto static=zstd:3|auto keep-pace|1GbE throughput|10GbE"}
 mkdir -p "$OUT"
 
@@ -66,6 +68,7 @@ done
 # 2. zarr on the climate dataset (adz-bench's float32 fields, 4 variables x time steps on a 1°
 #    grid with a land mask of fill values), zarr format 3: adz's zarr v3 codec against zarr's
 #    default (zstd level 0) and its Blosc codec (zstd and lz4, byte shuffle).
+if [ "$ZARR" != 0 ]; then
 target/release/adz-bench datasets --cache "$CACHE" --datasets climate --size "$ZARR_SIZE" >&2
 climate="$CACHE/datasets/gen/climate-$ZARR_SIZE-1.bin"
 cat "$climate" > /dev/null
@@ -118,4 +121,5 @@ for name, codec in codecs.items():
           f"{r:.2f} | {a.nbytes / r / 1e6:.0f} |")
 shutil.rmtree(path, ignore_errors=True)
 PY
+fi
 cat "$results"
