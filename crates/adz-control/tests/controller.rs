@@ -349,7 +349,9 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
             // Settling is the climb back to the slowest rung that keeps up, on the fast side
             // of the target. S2/S3 blends send some blocks to the next rung, so confirmations
             // at the lane's rung come a little slower than one per block.
-            assert!(settle.is_some_and(|s| s <= 150 + 5 * threads), "settled at {settle:?}");
+            // (Keep-pace at 1200 MB/s takes the longest: 47 blocks since zstd 2-4's reference
+            // times follow libzstd 1.5, 39 before; its data is built from the same table.)
+            assert!(settle.is_some_and(|s| s <= 150 + 6 * threads), "settled at {settle:?}");
             assert!(slow_after <= 2 * threads, "{slow_after} too-slow blocks after leaving");
             assert!(settled(&hard, strategy, link, threads, lane_of(rep.blocks[399].decision)));
         }
@@ -1111,8 +1113,15 @@ fn a_descheduled_block_does_not_move_the_rung() {
                 "{strategy}: {} then wall {wall}x cpu {cpu}x: {} {:?}",
                 before.codec, next.codec, next.reason
             );
+            let (was, now) = (ctl.status().speed.unwrap(), probe.status().speed.unwrap());
             if moves {
                 assert_eq!(next.reason, Reason::TooSlow, "{strategy}");
+            } else if strategy == Strategy::Throughput {
+                // S1 sits at zstd:-1 (374 MB/s), 0.4 % inside the margin's edge against
+                // zstd:-2 (391 MB/s; 374 x 1.05 = 392.7): whether *any* block tips it depends
+                // on the model's history. What the descheduled block must not do is move the
+                // estimate by more than a usual block's noise.
+                assert!(now / was > 0.98, "{strategy}: estimate {was} -> {now}");
             } else {
                 assert_eq!(lane_of(next), lane_of(before), "{strategy}");
                 assert!(matches!(next.reason, Reason::Hold | Reason::Blend), "{strategy}");
