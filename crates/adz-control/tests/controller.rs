@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use adz_control::sim::{DataModel, Perf, Segment, SimConfig, SimReport};
+use adz_control::sim::{DataModel, Perf, Segment, SimBlock, SimConfig, SimReport};
 use adz_control::{
     reference, BlockContext, BlockMeasurement, ClassedController, CodecSpec, Controller,
     ControllerConfig, Decision, Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason,
@@ -1476,4 +1476,75 @@ fn s1_prefers_the_faster_of_equal_ratios() {
         let slow = ds[40..].iter().filter(|d| data.perf(d.codec).speed < 0.5 * z2).count();
         assert_eq!(slow, 0, "from {start:?}: {}", runs(&ds[40..]));
     }
+}
+
+/// `make demo` end to end in the simulator: `adz-datagen mixed` (4 MiB segments of text,
+/// doubles, sparse records, text, random; classes 2, 3, 1, 2, 4) at 1GbE with 2 workers, the
+/// text and doubles as the demo's traces measured them. S1 per class must write at least as
+/// fast as static zstd:3 (it lost to it, 2.53 s against 2.40 s), with the text at zstd:3 or a
+/// rung that writes as fast, and the doubles on fast levels.
+#[test]
+fn s1_beats_static_zstd3_on_the_demo_mix() {
+    let l = Ladder::standard();
+    let text = demo_text();
+    let doubles = {
+        let table = l
+            .rungs()
+            .iter()
+            .skip(1)
+            .map(|&c| {
+                let r = reference(c);
+                let (speed, ratio) = match (c.id().name(), c.param()) {
+                    ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047),
+                    _ => (r.speed * 2.0, 1.003),
+                };
+                (c, Perf { speed, ratio })
+            })
+            .collect::<Vec<_>>();
+        DataModel::from_anchors("doubles", &l, &table)
+    };
+    let sparse = DataModel::monotone("sparse", &l, 2.0, 2.0, 0.1);
+    let random = DataModel::incompressible(&l);
+    let mut segs = Vec::new();
+    for _ in 0..25 {
+        for (class, d) in [(2, &text), (3, &doubles), (1, &sparse), (2, &text), (4, &random)] {
+            segs.push(Segment::new(4, d.clone()).with_class(class));
+        }
+    }
+    let threads = 2;
+    // Wall time 1-2x the CPU time (2 workers, the reader and the writer on 2 cores). No ratio
+    // jitter: the sim's would send some doubles blocks (1.047) past the keep threshold.
+    let sim = SimConfig::new(threads, GBE).with_wall_noise(2.0, 7);
+    let cfg = |s: Strategy| ControllerConfig::new(s, Link::Fixed(GBE), threads);
+    let z3 = sim.run(&mut ClassedController::new(cfg(Strategy::Static(spec("zstd:3")))), &segs);
+    let mut ctl = ClassedController::new(cfg(Strategy::Throughput));
+    let s1 = sim.run(&mut ctl, &segs);
+    let of = |seg_class: u8, from: usize| -> Vec<SimBlock> {
+        s1.blocks[from..].iter().filter(|b| segs[b.segment].class == seg_class).copied().collect()
+    };
+    let text_blocks = of(2, 100);
+    let doubles_blocks = of(3, 100);
+    eprintln!(
+        "demo mix at 1GbE: static zstd:3 {:.3} s ratio {:.3}; S1 {:.3} s ratio {:.3}\n    \
+         text: {}\n    doubles: {}",
+        z3.time(),
+        z3.ratio(),
+        s1.time(),
+        s1.ratio(),
+        runs(&text_blocks.iter().map(|b| b.decision).collect::<Vec<_>>()),
+        runs(&doubles_blocks.iter().map(|b| b.decision).collect::<Vec<_>>()),
+    );
+    assert!(s1.time() <= z3.time(), "S1 {} s vs static zstd:3 {} s", s1.time(), z3.time());
+    let t3 = write_throughput(&text, GBE, threads, spec("zstd:3"));
+    let off = text_blocks
+        .iter()
+        .filter(|b| write_throughput(&text, GBE, threads, b.decision.codec) * (1.0 + MARGIN) < t3)
+        .count();
+    assert!(
+        off * 20 <= text_blocks.len(),
+        "text: {off}/{} blocks slower than zstd:3",
+        text_blocks.len()
+    );
+    let z2 = doubles.perf(spec("zstd:2")).speed;
+    assert!(doubles_blocks.iter().all(|b| doubles.perf(b.decision.codec).speed >= 0.5 * z2));
 }
