@@ -492,6 +492,19 @@ impl Controller {
         c
     }
 
+    /// The workers' smoothed wall/CPU ratio (None before the first measurement with both).
+    pub(crate) fn stretch(&self) -> Option<f64> {
+        self.stretch
+    }
+
+    /// Take the workers' wall/CPU ratio measured elsewhere (by the other classes' controllers
+    /// of the same write: it is the machine's, not the data's).
+    pub(crate) fn set_stretch(&mut self, stretch: Option<f64>) {
+        if stretch.is_some() {
+            self.stretch = stretch;
+        }
+    }
+
     /// Set the start rung (e.g. from a sampling predictor). It is held until the first
     /// measurement arrives; once anything has been measured, this does nothing.
     pub fn set_start(&mut self, rung: CodecSpec) {
