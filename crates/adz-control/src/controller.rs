@@ -624,6 +624,9 @@ impl Controller {
         let (wall, cpu) = (m.wall.as_secs_f64(), m.cpu.as_secs_f64());
         let secs = match self.stretch {
             Some(stretch) if cpu > 0.0 => cpu * stretch,
+            // The first block with both times: no usual ratio yet. An idle machine's (1) is the
+            // prior, and the block counts as at most STRETCH_CLIP times it, as any block does.
+            None if cpu > 0.0 && wall > 0.0 => cpu * (wall / cpu).clamp(1.0, STRETCH_CLIP),
             _ if wall > 0.0 => wall,
             _ => cpu,
         };
@@ -646,7 +649,7 @@ impl Controller {
             // dozen blocks.
             let x = (wall / cpu).clamp(1.0, 1e3);
             self.stretch = Some(match self.stretch {
-                None => x,
+                None => x.min(STRETCH_CLIP),
                 Some(v) => v + STRETCH_RATE * (x.min(v * STRETCH_CLIP) - v),
             });
         }

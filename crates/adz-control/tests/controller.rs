@@ -1595,3 +1595,57 @@ fn a_new_class_times_its_first_block_with_the_machines_wall_cpu_ratio() {
     eprintln!("after a first block at 2x its CPU time: {} {:?}", next.codec, next.reason);
     assert_eq!(next.codec, spec("zstd:3"), "{:?}", next.reason);
 }
+
+/// The same real check, a run later: the write's very first compressed block (doubles,
+/// 694 MB/s of CPU) took 5x its CPU time in wall time, and as the first it set the workers'
+/// usual wall/CPU ratio outright, so the next blocks were timed as if the machine were 5x
+/// slower (the ratio decays by a tenth per block), and the text left zstd:3 for lz4:1. The
+/// first block now counts like any other against a prior of 1 (an idle machine): at most
+/// 1.5x; contention that lasts still shows within a few dozen blocks.
+#[test]
+fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
+    let threads = 2;
+    let data = demo_text();
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads)
+        .with_start(spec("zstd:3"));
+    let mut ctl = Controller::new(cfg);
+    let raw = 1u64 << 20;
+    let ctx =
+        |k: u64| BlockContext { raw_offset: k * raw, raw_len: raw as usize, hints: &[], class: 0 };
+    let measure = |d: Decision, wall_x: f64| {
+        let p = data.perf(d.codec);
+        let cpu = raw as f64 / p.speed;
+        BlockMeasurement {
+            decision: d,
+            raw_len: raw,
+            stored_len: (raw as f64 / p.ratio) as u64,
+            stored_raw: false,
+            wall: Duration::from_secs_f64(cpu * wall_x),
+            cpu: Duration::from_secs_f64(cpu),
+        }
+    };
+    let d = ctl.next_block(&ctx(0));
+    ctl.record_block(&measure(d, 5.0));
+    let share = ctl.status().cpu_share.unwrap();
+    assert!(share >= 1.0 / 1.5, "cpu share {share} after one block");
+    // Then blocks at 1x: S1 is back at zstd:3 (or as fast a write) within a few blocks.
+    let mut ds = Vec::new();
+    for k in 1..30 {
+        let d = ctl.next_block(&ctx(k));
+        ds.push(d);
+        ctl.record_block(&measure(d, 1.0));
+    }
+    eprintln!("after a first block at 5x: {}", runs(&ds));
+    let t3 = write_throughput(&data, GBE, threads, spec("zstd:3"));
+    for d in &ds[12..] {
+        let t = write_throughput(&data, GBE, threads, d.codec);
+        assert!(t * (1.0 + MARGIN) >= t3, "block {}: {}", d.seq, runs(&ds));
+    }
+    // Contention that lasts (every block 3x) is taken in within a few dozen blocks.
+    for k in 30..60 {
+        let d = ctl.next_block(&ctx(k));
+        ctl.record_block(&measure(d, 3.0));
+    }
+    let share = ctl.status().cpu_share.unwrap();
+    assert!(share < 0.45, "cpu share {share} after 30 blocks at 3x");
+}
