@@ -9,7 +9,10 @@
 //! at its bytes (`BlockContext::class`), and [`ClassedController`] keeps one [`Controller`] per
 //! class, so that each learns from one kind of data only. All of them hear every sink
 //! measurement (the link is one), and a new class's controller starts from what the others
-//! measured of the link and the workers ([`Controller::fork`]).
+//! measured of the link and the workers ([`Controller::fork`]). The workers' wall/CPU ratio
+//! is one for all classes, updated by every class's blocks: it is the machine's, and a class
+//! created before anything was measured would otherwise time its first blocks by their wall
+//! time alone.
 //!
 //! With every block in class 0 (no classifier) it behaves exactly like one [`Controller`].
 

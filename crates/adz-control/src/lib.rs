@@ -50,7 +50,7 @@
 //!
 //! * **Per block** ([`BlockMeasurement`]): raw and stored size, wall and CPU time of the
 //!   worker. A block's *per-thread speed* is `raw_len / (cpu x s)`, with `s` the workers'
-//!   smoothed wall/CPU ratio (`raw_len / wall` until `s` is known, or without CPU times).
+//!   smoothed wall/CPU ratio (`raw_len / wall` without CPU times).
 //!   What the pipeline gets is wall time: a worker that competes with the application's
 //!   threads for a core takes longer in wall time than in CPU time, and `s` carries that. But
 //!   one block's own wall time says little: on 2 cores with 2 workers, the reader and the
@@ -58,7 +58,9 @@
 //!   and one noisy block used to send S1 from zstd back to LZ4. Data that gets harder takes
 //!   more CPU time; contention that lasts moves `s` (a mean over about 10 blocks, rate 0.1,
 //!   each block's ratio counted as at most 1.5x the current `s`, so that one descheduled
-//!   block does not make the next ones look slow either). `1/s` is reported as
+//!   block does not make the next ones look slow either; the first block counts against a
+//!   prior of 1, an idle machine, so it too is at most 1.5x). `s` is the machine's, not the
+//!   data's: a [`ClassedController`]'s classes share one. `1/s` is reported as
 //!   [`Status::cpu_share`]. Blocks shorter than the nominal block size weigh proportionally
 //!   less.
 //! * **Aggregate speed**: `threads x per-thread speed`. Each block is timed while the other
