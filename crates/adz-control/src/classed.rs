@@ -9,7 +9,10 @@
 //! at its bytes (`BlockContext::class`), and [`ClassedController`] keeps one [`Controller`] per
 //! class, so that each learns from one kind of data only. All of them hear every sink
 //! measurement (the link is one), and a new class's controller starts from what the others
-//! measured of the link and the workers ([`Controller::fork`]).
+//! measured of the link and the workers ([`Controller::fork`]). The workers' wall/CPU ratio
+//! is one for all classes, updated by every class's blocks: it is the machine's, and a class
+//! created before anything was measured would otherwise time its first blocks by their wall
+//! time alone.
 //!
 //! With every block in class 0 (no classifier) it behaves exactly like one [`Controller`].
 
@@ -131,7 +134,19 @@ impl Control for ClassedController {
         // A measurement of a block this controller did not decide is ignored.
         let Some((class, d)) = self.in_flight.remove(&m.decision.seq) else { return };
         let m = BlockMeasurement { decision: d, ..*m };
-        self.get(class).record_block(&m);
+        // The workers' wall/CPU ratio is the machine's, not the data's: every class times its
+        // blocks with the one all classes' blocks have measured. Otherwise a class created
+        // before anything was measured times its first block by its wall time alone, and a
+        // worker that waited for a core makes a rung look twice as slow as it is (the text
+        // of `adz-datagen mixed` on a busy machine: zstd:3 left for good after one block).
+        let shared = self.inner.iter().flatten().find_map(|c| c.stretch());
+        let c = self.get(class);
+        c.set_stretch(c.stretch().or(shared));
+        c.record_block(&m);
+        let stretch = c.stretch();
+        for c in self.inner.iter_mut().flatten() {
+            c.set_stretch(stretch);
+        }
     }
 
     fn record_sink(&mut self, m: &SinkMeasurement) {

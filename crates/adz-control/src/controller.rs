@@ -160,6 +160,9 @@ pub enum Reason {
     Blend,
     /// A `no-compress` hint covers the block.
     HintNoCompress,
+    /// S1: a faster rung writes as fast and its ratio is as good (within
+    /// 1 %): moved to it, the slower rung bought nothing.
+    SameRatio,
 }
 
 /// The controller's answer for one block.
@@ -389,6 +392,15 @@ const INITIAL_LEVEL: f64 = 0.5;
 /// typical error per step (the thesis' zstd levels deviate from a smooth curve by about this).
 const EXPLORE: f64 = 0.15;
 
+/// S1: predicted ratios within this factor of each other (1 %) count as equal, and the faster
+/// rung wins. A link-bound write gains at most that much from the better one, which is within
+/// what the model can tell apart on rungs it has not measured (the reference shape's step
+/// between neighbouring zstd levels is 0.1-1 %, and ratios measured on real blocks of one kind
+/// of data scatter by a few tenths of a percent). Without it S1 climbed for ratios it could
+/// not tell apart: on the float arrays of `adz-datagen mixed` every zstd level from 2 to 14
+/// gives 1.047, and S1 went up to zstd:13 at a sixth of zstd:2's speed.
+const RATIO_TIE: f64 = 0.01;
+
 /// The most one block's wall/CPU ratio may exceed the usual one in the smoothed ratio.
 const STRETCH_CLIP: f64 = 1.5;
 
@@ -478,6 +490,19 @@ impl Controller {
         c.sink_backlog = self.sink_backlog;
         c.stretch = self.stretch;
         c
+    }
+
+    /// The workers' smoothed wall/CPU ratio (None before the first measurement with both).
+    pub(crate) fn stretch(&self) -> Option<f64> {
+        self.stretch
+    }
+
+    /// Take the workers' wall/CPU ratio measured elsewhere (by the other classes' controllers
+    /// of the same write: it is the machine's, not the data's).
+    pub(crate) fn set_stretch(&mut self, stretch: Option<f64>) {
+        if stretch.is_some() {
+            self.stretch = stretch;
+        }
     }
 
     /// Set the start rung (e.g. from a sampling predictor). It is held until the first
@@ -599,6 +624,9 @@ impl Controller {
         let (wall, cpu) = (m.wall.as_secs_f64(), m.cpu.as_secs_f64());
         let secs = match self.stretch {
             Some(stretch) if cpu > 0.0 => cpu * stretch,
+            // The first block with both times: no usual ratio yet. An idle machine's (1) is the
+            // prior, and the block counts as at most STRETCH_CLIP times it, as any block does.
+            None if cpu > 0.0 && wall > 0.0 => cpu * (wall / cpu).clamp(1.0, STRETCH_CLIP),
             _ if wall > 0.0 => wall,
             _ => cpu,
         };
@@ -621,7 +649,7 @@ impl Controller {
             // dozen blocks.
             let x = (wall / cpu).clamp(1.0, 1e3);
             self.stretch = Some(match self.stretch {
-                None => x,
+                None => x.min(STRETCH_CLIP),
                 Some(v) => v + STRETCH_RATE * (x.min(v * STRETCH_CLIP) - v),
             });
         }
@@ -846,8 +874,9 @@ impl Controller {
     }
 
     /// S1's choice among rungs `1..end`: of the rungs predicted to write within the margin of
-    /// the fastest of them, the one with the best predicted ratio. Returns it and the fastest
-    /// predicted throughput (None if the range is empty).
+    /// the fastest of them, the one with the best predicted ratio; of those whose ratio is
+    /// within [`RATIO_TIE`] of that best, the fastest to compress (the same bytes for less CPU).
+    /// Returns it and the fastest predicted throughput (None if the range is empty).
     fn s1_pick(&self, link: f64, end: usize) -> Option<(usize, f64)> {
         let now = self.clock;
         let end = end.min(self.cfg.ladder.len());
@@ -855,10 +884,14 @@ impl Controller {
             (0..end).map(|r| if r == 0 { 0.0 } else { self.throughput(link, r) }).collect();
         let best = t.iter().copied().fold(0.0, f64::max);
         let margin = 1.0 + self.cfg.throughput_margin;
-        let pick = (1..end).filter(|&r| t[r] * margin >= best).max_by(|&a, &b| {
-            let (fa, fb) = (self.model.ratio(a, now), self.model.ratio(b, now));
-            fa.total_cmp(&fb).then(t[a].total_cmp(&t[b]))
-        })?;
+        let fast = || (1..end).filter(|&r| t[r] * margin >= best);
+        let top = fast().map(|r| self.model.ratio(r, now)).fold(f64::NAN, f64::max);
+        let pick = fast().filter(|&r| self.model.ratio(r, now) * (1.0 + RATIO_TIE) >= top).max_by(
+            |&a, &b| {
+                let (sa, sb) = (self.model.speed(a, now), self.model.speed(b, now));
+                sa.total_cmp(&sb).then(t[a].total_cmp(&t[b]))
+            },
+        )?;
         Some((pick, best))
     }
 
@@ -1095,7 +1128,7 @@ impl Controller {
                     let optimistic = (self.threads * self.model.speed(r, now) / (1.0 - EXPLORE))
                         .min(link * self.model.ratio(r, now));
                     self.model.confidence(r, now) <= 0.0
-                        && self.model.ratio(r, now) > self.model.ratio(cur, now)
+                        && self.model.ratio(r, now) > self.model.ratio(cur, now) * (1.0 + RATIO_TIE)
                         && optimistic * margin >= best
                 });
                 if lane.tentative && lane.fresh == 0 {
@@ -1113,6 +1146,18 @@ impl Controller {
                     // predicted better still, but not confirmed).
                     moved(&mut lane, down, false);
                     reason = Reason::TooSlow;
+                } else if pick < cur
+                    && lane.fresh >= self.cfg.confirm
+                    && self.model.confidence(pick, now) > 0.0
+                    && self.model.ratio(cur, now) <= self.model.ratio(pick, now) * (1.0 + RATIO_TIE)
+                    && self.model.speed(pick, now) > self.model.speed(cur, now)
+                {
+                    // The current rung buys no ratio over a faster one that writes as fast (the
+                    // pick): it only costs CPU. Once both have been measured: the shape's ratio
+                    // for a rung never measured can be far off (on float arrays zstd's negative
+                    // levels save nothing, against 0.7 % less than zstd:1 in the shape).
+                    moved(&mut lane, pick, false);
+                    reason = Reason::SameRatio;
                 } else if let (Some(r), true) = (explore, confirmed) {
                     moved(&mut lane, r, false);
                     lane.tentative = true;

@@ -50,7 +50,7 @@
 //!
 //! * **Per block** ([`BlockMeasurement`]): raw and stored size, wall and CPU time of the
 //!   worker. A block's *per-thread speed* is `raw_len / (cpu x s)`, with `s` the workers'
-//!   smoothed wall/CPU ratio (`raw_len / wall` until `s` is known, or without CPU times).
+//!   smoothed wall/CPU ratio (`raw_len / wall` without CPU times).
 //!   What the pipeline gets is wall time: a worker that competes with the application's
 //!   threads for a core takes longer in wall time than in CPU time, and `s` carries that. But
 //!   one block's own wall time says little: on 2 cores with 2 workers, the reader and the
@@ -58,7 +58,9 @@
 //!   and one noisy block used to send S1 from zstd back to LZ4. Data that gets harder takes
 //!   more CPU time; contention that lasts moves `s` (a mean over about 10 blocks, rate 0.1,
 //!   each block's ratio counted as at most 1.5x the current `s`, so that one descheduled
-//!   block does not make the next ones look slow either). `1/s` is reported as
+//!   block does not make the next ones look slow either; the first block counts against a
+//!   prior of 1, an idle machine, so it too is at most 1.5x). `s` is the machine's, not the
+//!   data's: a [`ClassedController`]'s classes share one. `1/s` is reported as
 //!   [`Status::cpu_share`]. Blocks shorter than the nominal block size weigh proportionally
 //!   less.
 //! * **Aggregate speed**: `threads x per-thread speed`. Each block is timed while the other
@@ -152,7 +154,12 @@
 //!
 //! * **picks** the rung with the best predicted ratio among those within
 //!   [`ControllerConfig::throughput_margin`] (5 %) of the highest `T` (equally fast: store
-//!   less);
+//!   less); ratios within 1 % of that best count as equal, and the fastest of those rungs wins
+//!   (the same bytes for less CPU: on float arrays every zstd level from 2 to 14 gives 1.047,
+//!   and S1 used to climb to zstd:13 at a sixth of zstd:2's speed). A rung that buys no ratio
+//!   over such a faster rung is left for it once both have been measured
+//!   ([`Reason::SameRatio`]): the shape's ratio for a rung never measured can be far off (zstd's
+//!   negative levels save nothing on those floats);
 //! * **spends more effort** towards that pick only after `confirm` (3) fresh measurements of
 //!   the current rung in a row that were not clearly slower than predicted (by more than the
 //!   margin or one unit of measurement noise), at most `max_climb` (2) rungs per move. A rung
@@ -296,8 +303,8 @@
 //! | strategy | 117 MB/s | 1200 MB/s | 6000 MB/s |
 //! |---|---|---|---|
 //! | S1 throughput | zstd:8 | zstd:1 | lz4:12 |
-//! | S2 keep-pace | zstd:14 | zstd:2 | lz4:3 |
-//! | S3 prolong=1.5 | zstd:16 | zstd:3 | zstd:-4 |
+//! | S2 keep-pace | zstd:14 | zstd:4 | lz4:3 |
+//! | S3 prolong=1.5 | zstd:16 | zstd:5 | zstd:-4 |
 //!
 //! S1's is the rung that writes fastest (each is compression-bound, just past the last rung
 //! that keeps the link full, which the old rule chose: zstd:7, zstd:-1, lz4:18); S2's and

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use adz_control::sim::{DataModel, Perf, Segment, SimConfig, SimReport};
+use adz_control::sim::{DataModel, Perf, Segment, SimBlock, SimConfig, SimReport};
 use adz_control::{
     reference, BlockContext, BlockMeasurement, ClassedController, CodecSpec, Controller,
     ControllerConfig, Decision, Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason,
@@ -349,7 +349,9 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
             // Settling is the climb back to the slowest rung that keeps up, on the fast side
             // of the target. S2/S3 blends send some blocks to the next rung, so confirmations
             // at the lane's rung come a little slower than one per block.
-            assert!(settle.is_some_and(|s| s <= 150 + 5 * threads), "settled at {settle:?}");
+            // (Keep-pace at 1200 MB/s takes the longest: 47 blocks since zstd 2-4's reference
+            // times follow libzstd 1.5, 39 before; its data is built from the same table.)
+            assert!(settle.is_some_and(|s| s <= 150 + 6 * threads), "settled at {settle:?}");
             assert!(slow_after <= 2 * threads, "{slow_after} too-slow blocks after leaving");
             assert!(settled(&hard, strategy, link, threads, lane_of(rep.blocks[399].decision)));
         }
@@ -1111,8 +1113,15 @@ fn a_descheduled_block_does_not_move_the_rung() {
                 "{strategy}: {} then wall {wall}x cpu {cpu}x: {} {:?}",
                 before.codec, next.codec, next.reason
             );
+            let (was, now) = (ctl.status().speed.unwrap(), probe.status().speed.unwrap());
             if moves {
                 assert_eq!(next.reason, Reason::TooSlow, "{strategy}");
+            } else if strategy == Strategy::Throughput {
+                // S1 sits at zstd:-1 (374 MB/s), 0.4 % inside the margin's edge against
+                // zstd:-2 (391 MB/s; 374 x 1.05 = 392.7): whether *any* block tips it depends
+                // on the model's history. What the descheduled block must not do is move the
+                // estimate by more than a usual block's noise.
+                assert!(now / was > 0.98, "{strategy}: estimate {was} -> {now}");
             } else {
                 assert_eq!(lane_of(next), lane_of(before), "{strategy}");
                 assert!(matches!(next.reason, Reason::Hold | Reason::Blend), "{strategy}");
@@ -1302,4 +1311,341 @@ fn a_predicted_incompressible_start_only_probes() {
     });
     assert_ne!(d.codec, CodecSpec::NONE);
     assert!(d2.codec != CodecSpec::NONE && d2.reason != Reason::Incompressible, "{d2:?}");
+}
+
+/// The text class of `adz-datagen mixed` as `make demo` measured it (2 workers, 1GbE, per
+/// thread CPU speed and ratio): zstd:1 328 MB/s 3.579, zstd:2 308 MB/s 3.534 (zstd:1 compresses
+/// this text *better* than zstd:2), zstd:3 261 MB/s 3.765. zstd:2 -> zstd:3 costs 1.18x the
+/// time here; the reference shape (thesis table 5.1) says 2.3x. The rungs after zstd:3 are
+/// made up in the same spirit (zstd:4 a little slower for a little ratio, zstd:5 and on the
+/// lazy matchers, much slower).
+fn demo_text() -> DataModel {
+    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
+    DataModel::from_anchors(
+        "demo text",
+        &Ladder::standard(),
+        &[
+            (spec("lz4:50"), perf(2200.0, 1.5)),
+            (spec("lz4:1"), perf(560.0, 2.3)),
+            (spec("zstd:-4"), perf(420.0, 2.9)),
+            (spec("zstd:-1"), perf(360.0, 3.25)),
+            (spec("zstd:1"), perf(328.0, 3.579)),
+            (spec("zstd:2"), perf(308.0, 3.534)),
+            (spec("zstd:3"), perf(261.0, 3.765)),
+            (spec("zstd:4"), perf(232.0, 3.79)),
+            (spec("zstd:5"), perf(140.0, 3.86)),
+            (spec("zstd:9"), perf(60.0, 3.97)),
+        ],
+    )
+}
+
+/// Decide and measure `blocks` blocks of `data` with a Controller, measurements arriving
+/// `lag` blocks after their decision (a pipeline's depth), wall = CPU time. Returns the
+/// decisions.
+fn feed(ctl: &mut Controller, data: &DataModel, blocks: usize, lag: usize) -> Vec<Decision> {
+    let raw = 1u64 << 20;
+    let mut out = Vec::new();
+    let mut queue: std::collections::VecDeque<Decision> = Default::default();
+    let measure = |ctl: &mut Controller, d: Decision| {
+        let p = if d.codec == CodecSpec::NONE {
+            Perf { speed: 8e9, ratio: 1.0 }
+        } else {
+            data.perf(d.codec)
+        };
+        let t = Duration::from_secs_f64(raw as f64 / p.speed);
+        let stored = (raw as f64 / p.ratio) as u64;
+        ctl.record_block(&BlockMeasurement {
+            decision: d,
+            raw_len: raw,
+            stored_len: stored,
+            stored_raw: false,
+            wall: t,
+            cpu: t,
+        });
+        ctl.record_sink(&SinkMeasurement {
+            bytes: stored,
+            busy: Duration::from_secs_f64(stored as f64 / GBE),
+            backlogged: true,
+        });
+    };
+    for k in 0..blocks {
+        let ctx = BlockContext {
+            raw_offset: k as u64 * raw,
+            raw_len: raw as usize,
+            hints: &[],
+            class: 2,
+        };
+        let d = ctl.next_block(&ctx);
+        out.push(d);
+        queue.push_back(d);
+        if queue.len() > lag {
+            let d = queue.pop_front().unwrap();
+            measure(ctl, d);
+        }
+    }
+    out
+}
+
+fn runs(ds: &[Decision]) -> String {
+    let mut out: Vec<(CodecSpec, usize)> = Vec::new();
+    for d in ds {
+        match out.last_mut() {
+            Some((c, n)) if *c == d.codec => *n += 1,
+            _ => out.push((d.codec, 1)),
+        }
+    }
+    out.iter().map(|(c, n)| format!("{c}x{n}")).collect::<Vec<_>>().join(" ")
+}
+
+/// `make demo`: S1 on the text class of `mixed` sat at zstd:2 (write throughput
+/// min(2 x 308, 117 x 3.534) = 413 MB/s), then dropped to zstd:1, and never tried zstd:3
+/// (min(2 x 261, 117 x 3.765) = 440 MB/s), which `static=zstd:3` used to beat it. From any
+/// start, S1 must settle on zstd:3 or a rung that writes at least as fast.
+#[test]
+fn s1_climbs_to_zstd3_on_the_demo_text() {
+    let threads = 2;
+    let data = demo_text();
+    let t3 = write_throughput(&data, GBE, threads, spec("zstd:3"));
+    assert!(t3 > 1.05 * write_throughput(&data, GBE, threads, spec("zstd:2")));
+    assert!(t3 > 1.04 * write_throughput(&data, GBE, threads, spec("zstd:1")));
+    for start in [None, Some("zstd:1"), Some("zstd:2"), Some("lz4:1")] {
+        for lag in [0, threads] {
+            let mut cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
+            cfg.start = start.map(spec);
+            let mut ctl = Controller::new(cfg);
+            let ds = feed(&mut ctl, &data, 150, lag);
+            eprintln!(
+                "from {:<6} lag {lag}: {}\n    {}",
+                start.unwrap_or("aimed"),
+                runs(&ds),
+                ctl.status()
+            );
+            for d in &ds[60..] {
+                let t = write_throughput(&data, GBE, threads, d.codec);
+                assert!(
+                    pos(d.codec) >= pos(spec("zstd:3")) && t * (1.0 + MARGIN) >= t3,
+                    "from {start:?} lag {lag}: {} at block {} ({:.0} MB/s vs zstd:3 {:.0})",
+                    d.codec,
+                    d.seq,
+                    t / 1e6,
+                    t3 / 1e6
+                );
+            }
+        }
+    }
+}
+
+/// The doubles class of `mixed`: zstd gives ratio ~1.047 at every level (the traces: 1.045 to
+/// 1.049 from zstd:2 to zstd:14), LZ4 and zstd's negative levels save nothing. The write is
+/// link-bound at any of them, and S1 must not climb to slow levels for a ratio it cannot
+/// tell from the fast ones' (the demo spent 22 blocks at zstd:13, 72 MB/s per thread, for
+/// the same ratio as zstd:2 at 600): equal ratios prefer the faster rung.
+#[test]
+fn s1_prefers_the_faster_of_equal_ratios() {
+    let threads = 2;
+    let l = Ladder::standard();
+    let table = l
+        .rungs()
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, &c)| {
+            let r = reference(c);
+            let (speed, ratio) = match (c.id().name(), c.param()) {
+                ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047 + 0.0002 * (i % 3) as f64),
+                _ => (r.speed * 2.0, 1.003),
+            };
+            (c, Perf { speed, ratio })
+        })
+        .collect::<Vec<_>>();
+    let data = DataModel::from_anchors("doubles", &l, &table);
+    let z2 = data.perf(spec("zstd:2")).speed;
+    for start in [None, Some("zstd:1"), Some("zstd:2"), Some("zstd:13")] {
+        let mut cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
+        cfg.start = start.map(spec);
+        let mut ctl = Controller::new(cfg);
+        let ds = feed(&mut ctl, &data, 150, threads);
+        eprintln!(
+            "doubles from {:<7}: {}\n    {}",
+            start.unwrap_or("aimed"),
+            runs(&ds),
+            ctl.status()
+        );
+        // After a few dozen blocks, never at a rung less than half as fast as zstd:2: the
+        // ratios are equal within 0.04 %, so the slower rungs buy nothing.
+        let slow = ds[40..].iter().filter(|d| data.perf(d.codec).speed < 0.5 * z2).count();
+        assert_eq!(slow, 0, "from {start:?}: {}", runs(&ds[40..]));
+    }
+}
+
+/// `make demo` end to end in the simulator: `adz-datagen mixed` (4 MiB segments of text,
+/// doubles, sparse records, text, random; classes 2, 3, 1, 2, 4) at 1GbE with 2 workers, the
+/// text and doubles as the demo's traces measured them. S1 per class must write at least as
+/// fast as static zstd:3 (it lost to it, 2.53 s against 2.40 s), with the text at zstd:3 or a
+/// rung that writes as fast, and the doubles on fast levels.
+#[test]
+fn s1_beats_static_zstd3_on_the_demo_mix() {
+    let l = Ladder::standard();
+    let text = demo_text();
+    let doubles = {
+        let table = l
+            .rungs()
+            .iter()
+            .skip(1)
+            .map(|&c| {
+                let r = reference(c);
+                let (speed, ratio) = match (c.id().name(), c.param()) {
+                    ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047),
+                    _ => (r.speed * 2.0, 1.003),
+                };
+                (c, Perf { speed, ratio })
+            })
+            .collect::<Vec<_>>();
+        DataModel::from_anchors("doubles", &l, &table)
+    };
+    let sparse = DataModel::monotone("sparse", &l, 2.0, 2.0, 0.1);
+    let random = DataModel::incompressible(&l);
+    let mut segs = Vec::new();
+    for _ in 0..25 {
+        for (class, d) in [(2, &text), (3, &doubles), (1, &sparse), (2, &text), (4, &random)] {
+            segs.push(Segment::new(4, d.clone()).with_class(class));
+        }
+    }
+    let threads = 2;
+    // Wall time 1-2x the CPU time (2 workers, the reader and the writer on 2 cores). No ratio
+    // jitter: the sim's would send some doubles blocks (1.047) past the keep threshold.
+    let sim = SimConfig::new(threads, GBE).with_wall_noise(2.0, 7);
+    let cfg = |s: Strategy| ControllerConfig::new(s, Link::Fixed(GBE), threads);
+    let z3 = sim.run(&mut ClassedController::new(cfg(Strategy::Static(spec("zstd:3")))), &segs);
+    let mut ctl = ClassedController::new(cfg(Strategy::Throughput));
+    let s1 = sim.run(&mut ctl, &segs);
+    let of = |seg_class: u8, from: usize| -> Vec<SimBlock> {
+        s1.blocks[from..].iter().filter(|b| segs[b.segment].class == seg_class).copied().collect()
+    };
+    let text_blocks = of(2, 100);
+    let doubles_blocks = of(3, 100);
+    eprintln!(
+        "demo mix at 1GbE: static zstd:3 {:.3} s ratio {:.3}; S1 {:.3} s ratio {:.3}\n    \
+         text: {}\n    doubles: {}",
+        z3.time(),
+        z3.ratio(),
+        s1.time(),
+        s1.ratio(),
+        runs(&text_blocks.iter().map(|b| b.decision).collect::<Vec<_>>()),
+        runs(&doubles_blocks.iter().map(|b| b.decision).collect::<Vec<_>>()),
+    );
+    assert!(s1.time() <= z3.time(), "S1 {} s vs static zstd:3 {} s", s1.time(), z3.time());
+    let t3 = write_throughput(&text, GBE, threads, spec("zstd:3"));
+    let off = text_blocks
+        .iter()
+        .filter(|b| write_throughput(&text, GBE, threads, b.decision.codec) * (1.0 + MARGIN) < t3)
+        .count();
+    assert!(
+        off * 20 <= text_blocks.len(),
+        "text: {off}/{} blocks slower than zstd:3",
+        text_blocks.len()
+    );
+    let z2 = doubles.perf(spec("zstd:2")).speed;
+    assert!(doubles_blocks.iter().all(|b| doubles.perf(b.decision.codec).speed >= 0.5 * z2));
+}
+
+/// The real check after the fixes above (`adz compress -s throughput --throttle 1GbE` on the
+/// demo's data, on a machine busy with benchmarks): the text class's first compressed block,
+/// zstd:3, took 243 MB/s of CPU and 126 MB/s of wall time (its worker waited for a core).
+/// The workers' usual wall/CPU ratio was known from the other classes' blocks (about 1), but
+/// each class learnt its own, so the text class timed its first block by its wall time alone,
+/// found zstd:3 too slow, and left it for good. The wall/CPU ratio is the machine's, not the
+/// data's: every class must use the one all classes' blocks have measured.
+#[test]
+fn a_new_class_times_its_first_block_with_the_machines_wall_cpu_ratio() {
+    use adz_control::Control;
+    let threads = 2;
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads)
+        .with_start(spec("zstd:3"));
+    let mut ctl = ClassedController::new(cfg);
+    let raw = 1u64 << 20;
+    let ctx = |k: u64, class: u8| BlockContext {
+        raw_offset: k * raw,
+        raw_len: raw as usize,
+        hints: &[],
+        class,
+    };
+    let measure = |d: Decision, speed: f64, wall_x: f64, ratio: f64| {
+        let cpu = raw as f64 / speed;
+        BlockMeasurement {
+            decision: d,
+            raw_len: raw,
+            stored_len: (raw as f64 / ratio) as u64,
+            stored_raw: false,
+            wall: Duration::from_secs_f64(cpu * wall_x),
+            cpu: Duration::from_secs_f64(cpu),
+        }
+    };
+    // The text (class 2) comes first: its controller exists before anything is measured.
+    let d = ctl.next_block(&ctx(0, 2));
+    assert_eq!(d.codec, spec("zstd:3"));
+    // Doubles (class 3): 20 blocks at 500 MB/s per thread, wall = CPU.
+    for k in 1..21 {
+        let d = ctl.next_block(&ctx(k, 3));
+        ctl.record_block(&measure(d, 500e6, 1.0, 1.047));
+    }
+    // Then the text block's measurement: 261 MB/s of CPU, wall 2x that.
+    ctl.record_block(&measure(d, 261e6, 2.0, 3.765));
+    let next = ctl.next_block(&ctx(21, 2));
+    eprintln!("after a first block at 2x its CPU time: {} {:?}", next.codec, next.reason);
+    assert_eq!(next.codec, spec("zstd:3"), "{:?}", next.reason);
+}
+
+/// The same real check, a run later: the write's very first compressed block (doubles,
+/// 694 MB/s of CPU) took 5x its CPU time in wall time, and as the first it set the workers'
+/// usual wall/CPU ratio outright, so the next blocks were timed as if the machine were 5x
+/// slower (the ratio decays by a tenth per block), and the text left zstd:3 for lz4:1. The
+/// first block now counts like any other against a prior of 1 (an idle machine): at most
+/// 1.5x; contention that lasts still shows within a few dozen blocks.
+#[test]
+fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
+    let threads = 2;
+    let data = demo_text();
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads)
+        .with_start(spec("zstd:3"));
+    let mut ctl = Controller::new(cfg);
+    let raw = 1u64 << 20;
+    let ctx =
+        |k: u64| BlockContext { raw_offset: k * raw, raw_len: raw as usize, hints: &[], class: 0 };
+    let measure = |d: Decision, wall_x: f64| {
+        let p = data.perf(d.codec);
+        let cpu = raw as f64 / p.speed;
+        BlockMeasurement {
+            decision: d,
+            raw_len: raw,
+            stored_len: (raw as f64 / p.ratio) as u64,
+            stored_raw: false,
+            wall: Duration::from_secs_f64(cpu * wall_x),
+            cpu: Duration::from_secs_f64(cpu),
+        }
+    };
+    let d = ctl.next_block(&ctx(0));
+    ctl.record_block(&measure(d, 5.0));
+    let share = ctl.status().cpu_share.unwrap();
+    assert!(share >= 1.0 / 1.5, "cpu share {share} after one block");
+    // Then blocks at 1x: S1 is back at zstd:3 (or as fast a write) within a few blocks.
+    let mut ds = Vec::new();
+    for k in 1..30 {
+        let d = ctl.next_block(&ctx(k));
+        ds.push(d);
+        ctl.record_block(&measure(d, 1.0));
+    }
+    eprintln!("after a first block at 5x: {}", runs(&ds));
+    let t3 = write_throughput(&data, GBE, threads, spec("zstd:3"));
+    for d in &ds[12..] {
+        let t = write_throughput(&data, GBE, threads, d.codec);
+        assert!(t * (1.0 + MARGIN) >= t3, "block {}: {}", d.seq, runs(&ds));
+    }
+    // Contention that lasts (every block 3x) is taken in within a few dozen blocks.
+    for k in 30..60 {
+        let d = ctl.next_block(&ctx(k));
+        ctl.record_block(&measure(d, 3.0));
+    }
+    let share = ctl.status().cpu_share.unwrap();
+    assert!(share < 0.45, "cpu share {share} after 30 blocks at 3x");
 }
