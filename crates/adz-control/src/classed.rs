@@ -39,7 +39,27 @@ pub struct ClassedController {
     probe_start: [bool; MAX_CLASSES],
     /// Classes whose controller, once created, starts at this rung.
     start_of: [Option<adz_format::CodecSpec>; MAX_CLASSES],
+    /// Raw bytes decided per class, decaying with a half-life of [`SHARE_MEMORY`] bytes.
+    bytes: [f64; MAX_CLASSES],
+    /// Mean length, in blocks, of a class's runs of consecutive blocks (0: none yet).
+    run_mean: [f64; MAX_CLASSES],
+    /// Blocks in the current run (of `last_class`).
+    run: u64,
 }
+
+/// Half-life, in raw bytes decided, of the classes' shares of the write (S1's CPU budget).
+pub const SHARE_MEMORY: f64 = (64u64 << 20) as f64;
+
+/// S1's budget across classes: the share of N blocks of other data whose link time a run of
+/// one class may count on to hide its CPU time beyond its own link time (see
+/// [`ClassedController::s1_workers`]). At least N frames wait for the link when a run starts
+/// (2 N buffers), but some of them are the run's own first blocks' and the data before it may
+/// be any other class; on the simulated demo mix a half let the sparse records climb past
+/// zstd:3 for 0.1 % of their ratio, and a whole one to zstd:6.
+const BACKLOG_SHARE: f64 = 0.25;
+
+/// Weight of one run in a class's mean run length.
+const RUN_WEIGHT: f64 = 0.25;
 
 impl ClassedController {
     /// A controller for every class, all configured by `cfg`.
@@ -53,6 +73,9 @@ impl ClassedController {
             last_class: 0,
             probe_start: [false; MAX_CLASSES],
             start_of: [None; MAX_CLASSES],
+            bytes: [0.0; MAX_CLASSES],
+            run_mean: [0.0; MAX_CLASSES],
+            run: 0,
         }
     }
 
@@ -113,16 +136,192 @@ impl ClassedController {
         self.inner[class].as_ref().unwrap_or_else(|| self.primary()).status()
     }
 
+    /// S1: the workers the controller of `class` may count on when several classes share the
+    /// write (None: all N, as for a write of one class, or before two classes have measured
+    /// anything). From each S1 class's predicted `(cpu, stored)` per rung and its share of the
+    /// raw bytes, [`s1_plan`] picks one rung per class under one CPU price; the class is then
+    /// given the workers at which its own rung choice finds the planned rung just fast enough
+    /// for the link (`L cpu / stored`), never fewer than N while the write keeps up with the
+    /// link. Two limits keep the plan to what a pipeline can do: rungs whose ratio is within
+    /// 1 % of a cheaper one's are left out (as S1 does within a class), and so are rungs whose
+    /// CPU time over a run of the class's blocks would exceed their own link time by more than
+    /// the frames waiting for the link can cover (a quarter of N blocks of the other
+    /// class that stores least): the oracle's bound assumes every block's CPU time overlaps
+    /// any other's link time, while 2 N buffers overlap only neighbouring runs.
+    pub fn s1_workers(&self, class: u8) -> Option<f64> {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        let link = self.inner[class].as_ref()?.link()?;
+        let total: f64 = self.bytes.iter().sum();
+        let mut who = Vec::new();
+        let mut options = Vec::new();
+        for (c, ctl) in self.inner.iter().enumerate() {
+            let w = if total > 0.0 { self.bytes[c] / total } else { 0.0 };
+            let Some(costs) = ctl.as_ref().filter(|_| w > 0.0).and_then(|c| c.s1_costs()) else {
+                continue;
+            };
+            who.push(c);
+            options.push((w, costs));
+        }
+        let me = who.iter().position(|&c| c == class)?;
+        if who.len() < 2 {
+            return None;
+        }
+        let n = self.primary().config().threads.max(1) as f64;
+        // What each class is predicted to store now (its controller's current decision).
+        let now: Vec<f64> = who
+            .iter()
+            .map(|&c| self.inner[c].as_ref().and_then(|c| c.s1_current()).map_or(1.0, |x| x.1))
+            .collect();
+        let mut allowed = Vec::with_capacity(who.len());
+        for (i, &c) in who.iter().enumerate() {
+            // The pipeline overlaps one class's CPU with another's link time only as far as
+            // its buffers reach: at least N frames (2 N buffers, N of them being compressed)
+            // wait for the link when a run of this class starts. A run may take longer in
+            // CPU than on the link by at most the link time of N blocks of the other class
+            // that stores the least (the one it may follow).
+            let backlog = BACKLOG_SHARE
+                * n
+                * (0..who.len()).filter(|&j| j != i).map(|j| now[j]).fold(1.0, f64::min);
+            let k = self.run_mean[c].max(if c == self.last_class { self.run as f64 } else { 1.0 });
+            let opts = &options[i].1;
+            let fits = |&(cpu, stored): &(f64, f64)| k * (cpu * link / n - stored) <= backlog;
+            // As S1 does within a class: a ratio within RATIO_TIE of a cheaper option's buys
+            // nothing worth its CPU.
+            let tied = |o: usize| {
+                opts.iter().any(|&(cpu, stored)| {
+                    cpu < opts[o].0 && stored <= opts[o].1 * (1.0 + crate::controller::RATIO_TIE)
+                })
+            };
+            let mut keep: Vec<usize> =
+                (0..opts.len()).filter(|&o| fits(&opts[o]) && !tied(o)).collect();
+            if keep.is_empty() {
+                let cheapest = (0..opts.len()).min_by(|&a, &b| opts[a].0.total_cmp(&opts[b].0));
+                keep.extend(cheapest);
+            }
+            allowed.push(keep);
+        }
+        let filtered: Vec<(f64, Vec<(f64, f64)>)> = options
+            .iter()
+            .zip(&allowed)
+            .map(|((w, opts), keep)| (*w, keep.iter().map(|&o| opts[o]).collect()))
+            .collect();
+        let plan = s1_plan(&filtered, n, link);
+        let options = filtered;
+        let (cpu, stored) = options[me].1[plan.picks[me]];
+        // The knee of the class's planned option: the workers at which its own S1 finds that
+        // option just fast enough for the link. While the write keeps up with the link, never
+        // fewer than N (a knee exactly at the class's rung makes every noisy measurement a
+        // reason to descend); when even the cheapest schedule cannot, fewer in proportion.
+        let knee = link * cpu / stored;
+        let workers = if plan.headroom >= 1.0 { knee.max(n) } else { knee * plan.headroom };
+        (workers.is_finite() && workers > 0.0).then_some(workers)
+    }
+
     /// Classes that have a controller.
     pub fn classes(&self) -> usize {
         self.inner.iter().filter(|c| c.is_some()).count()
     }
 }
 
+/// S1's schedule for a write of several classes (see [`s1_plan`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct S1Plan {
+    /// Per class, the index of the option chosen.
+    pub picks: Vec<usize>,
+    /// `N T / U` of the schedule: the CPU time the workers have while the link sends the
+    /// write over the CPU time the schedule takes (at least 1 unless even the cheapest options
+    /// are CPU-bound).
+    pub headroom: f64,
+}
+
+/// S1's shared CPU budget: the schedule of one option per class (each `(cpu, stored)` per raw
+/// byte of that class: worker seconds and stored bytes) that stores the fewest bytes while
+/// the workers keep up with the link, as the oracle (`adz-bench`'s) computes per block.
+///
+/// Each class's controller maximises `min(N S, L f)` as if its blocks had the workers and the
+/// link to themselves. They do not: the write takes
+/// `max(sum of CPU time / N, sum of stored bytes / L)`, and a class that is cheap in CPU
+/// (random data sent raw, sparse data at GB/s) leaves CPU time that a dear one (text) can
+/// spend on a better ratio; when the write is CPU-bound, the classes that give back CPU
+/// for the fewest bytes must give it back. With `w_c` the classes' shares of the raw bytes,
+/// every class picks the option minimising `stored + lambda cpu`, one price `lambda` (bytes
+/// per worker second) for all: the classes then climb where the bytes saved per extra CPU
+/// second are highest, and descend where the bytes lost per CPU second saved are lowest. The
+/// price is the lowest at which `sum w_c cpu_c / N <= sum w_c stored_c / L` (bisected on a
+/// log scale); if even the cheapest options are CPU-bound, they are the schedule, with
+/// headroom below 1.
+pub fn s1_plan(classes: &[(f64, Vec<(f64, f64)>)], n: f64, link: f64) -> S1Plan {
+    let pick = |lambda: f64| -> Vec<usize> {
+        classes
+            .iter()
+            .map(|(_, opts)| {
+                let cost = |&(cpu, stored): &(f64, f64)| stored + lambda * cpu;
+                (0..opts.len())
+                    .min_by(|&a, &b| {
+                        cost(&opts[a])
+                            .total_cmp(&cost(&opts[b]))
+                            .then(opts[a].0.total_cmp(&opts[b].0))
+                    })
+                    .unwrap_or(0)
+            })
+            .collect()
+    };
+    let headroom = |picks: &[usize]| -> f64 {
+        let (mut u, mut t) = (0.0, 0.0);
+        for ((w, opts), &p) in classes.iter().zip(picks) {
+            if let Some(&(cpu, stored)) = opts.get(p) {
+                u += w * cpu;
+                t += w * stored / link;
+            }
+        }
+        if u > 0.0 {
+            n * t / u
+        } else {
+            f64::INFINITY
+        }
+    };
+    let plan = |picks: Vec<usize>| S1Plan { headroom: headroom(&picks), picks };
+    let (mut lo, mut hi) = (0.0f64, 60.0f64); // ln lambda, bytes per worker second
+    let best = pick(lo.exp());
+    if headroom(&best) >= 1.0 {
+        return plan(best);
+    }
+    let cheapest = pick(1e30);
+    if headroom(&cheapest) < 1.0 {
+        return plan(cheapest);
+    }
+    for _ in 0..48 {
+        let mid = 0.5 * (lo + hi);
+        if headroom(&pick(mid.exp())) >= 1.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    plan(pick(hi.exp()))
+}
+
 impl Control for ClassedController {
     fn next_block(&mut self, ctx: &BlockContext) -> Decision {
         let class = (ctx.class as usize).min(MAX_CLASSES - 1);
-        let d = self.get(class).next_block(ctx);
+        let decay = 0.5f64.powf(ctx.raw_len as f64 / SHARE_MEMORY);
+        for b in &mut self.bytes {
+            *b *= decay;
+        }
+        self.bytes[class] += ctx.raw_len as f64;
+        if class != self.last_class && self.run > 0 {
+            let m = &mut self.run_mean[self.last_class];
+            let k = self.run as f64;
+            *m = if *m > 0.0 { *m + RUN_WEIGHT * (k - *m) } else { k };
+            self.run = 0;
+        }
+        self.run += 1;
+        self.get(class);
+        let n = self.primary().config().threads.max(1) as f64;
+        let workers = self.s1_workers(class as u8).unwrap_or(n);
+        let c = self.get(class);
+        c.set_workers(workers);
+        let d = c.next_block(ctx);
         self.last_class = class;
         let seq = self.seq;
         self.seq += 1;
@@ -188,6 +387,49 @@ mod tests {
             assert_eq!(a.blocks, b.blocks, "{strategy}");
             assert_eq!(classed.classes(), 1);
         }
+    }
+
+    const L: f64 = 117e6;
+
+    /// Per raw byte: worker seconds at `mbs` MB/s, stored bytes at `ratio`.
+    fn opt(mbs: f64, ratio: f64) -> (f64, f64) {
+        (1.0 / (mbs * 1e6), 1.0 / ratio)
+    }
+
+    #[test]
+    fn a_class_that_needs_no_cpu_lets_the_dear_one_climb() {
+        // Text-like data alone on 2 workers: the 100 MB/s rung cannot keep a 117 MB/s link
+        // full (200 MB/s against 117 x 3.9 = 456), the 250 MB/s one can.
+        let text = vec![opt(500.0, 3.0), opt(250.0, 3.7), opt(100.0, 3.9)];
+        let alone = s1_plan(&[(1.0, text.clone())], 2.0, L);
+        assert_eq!(alone.picks, vec![1]);
+        // Half the write is random data, sent raw: no CPU, all link. The link now takes twice
+        // as long per raw byte of text, and the text can afford its best rung.
+        let plan = s1_plan(&[(0.5, text.clone()), (0.5, vec![(0.0, 1.0)])], 2.0, L);
+        assert_eq!(plan.picks, vec![2, 0]);
+        assert!(plan.headroom >= 1.0, "{plan:?}");
+        // Not if the other half is as dear as the text.
+        let plan = s1_plan(&[(0.5, text.clone()), (0.5, text)], 2.0, L);
+        assert_eq!(plan.picks, vec![1, 1]);
+    }
+
+    #[test]
+    fn a_cpu_bound_write_gives_back_cpu_where_it_costs_the_fewest_bytes() {
+        // Both classes' best rungs together need more CPU than 1.5 workers have while the link
+        // sends (headroom 0.82). Descending saves the same CPU in both; class a then stores 0.03
+        // more bytes per raw byte, class c 0.17: a descends, c keeps its rung.
+        let a = vec![opt(600.0, 3.0), opt(200.0, 3.3)];
+        let c = vec![opt(600.0, 2.0), opt(200.0, 3.0)];
+        let best = s1_plan(&[(0.5, vec![a[1]]), (0.5, vec![c[1]])], 1.5, L);
+        assert!(best.headroom < 1.0, "{best:?}");
+        let plan = s1_plan(&[(0.5, a), (0.5, c)], 1.5, L);
+        assert_eq!(plan.picks, vec![0, 1]);
+        assert!(plan.headroom >= 1.0, "{plan:?}");
+        // If even the cheapest rungs cannot keep up, they are the plan, headroom below 1.
+        let slow = vec![opt(50.0, 3.0), opt(20.0, 3.3)];
+        let plan = s1_plan(&[(0.5, slow.clone()), (0.5, slow)], 1.5, L);
+        assert_eq!(plan.picks, vec![0, 0]);
+        assert!(plan.headroom < 1.0);
     }
 
     #[test]
