@@ -133,7 +133,8 @@ struct CompressArgs {
     #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = parse_link)]
     link: Link,
     /// Make the output behave like a link of this speed (for evaluation): writes are paced to
-    /// RATE. Same forms as --link. With --link auto, the controller measures this link.
+    /// RATE. Same forms as --link. With --link auto, the controller measures this link, and
+    /// the start prediction (--predict) takes RATE as its guess of it.
     #[arg(long, value_name = "RATE")]
     throttle: Option<LinkSpeed>,
     /// Compression threads (default: one per core).
@@ -340,7 +341,10 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         trace: trace.clone(),
         predict: a.predict,
         size_hint: input.len(),
-        link_guess: None,
+        // The output can go no faster than the throttle, so that is the link to predict for
+        // (without a guess, the prediction hedges over 25 MB/s..12 GB/s and on few cores
+        // starts raw until the link is measured). The controller still measures the link.
+        link_guess: a.throttle.map(LinkSpeed::bytes_per_sec),
     };
 
     let mut reader = input.reader()?;

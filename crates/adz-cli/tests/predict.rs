@@ -173,3 +173,33 @@ fn compress_predicts_and_says_so() {
     ok(&o);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("predicted start"));
 }
+
+#[test]
+fn the_throttle_is_the_predictions_link_guess() {
+    // Text through a 1GbE throttle with --link auto: the prediction knows the link is at most
+    // the throttle and starts compressing, instead of hedging over links up to 12 GB/s.
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(Kind::Text, 8 << 20, 3);
+    let input = file(&dir, "text.bin", &data);
+    let out = dir.path().join("text.adz");
+    let o = run(&[
+        "compress",
+        "-s",
+        "throughput",
+        "--throttle",
+        "1GbE",
+        "-T",
+        "2",
+        &input,
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line =
+        err.lines().find(|l| l.contains("predicted start")).unwrap_or_else(|| panic!("{err}"));
+    assert!(!line.contains("predicted start none"), "{err}");
+    let info = run(&["inspect", out.to_str().unwrap(), "--frames", "--json"]);
+    let v = json(&info);
+    let first = v["frame_list"][0]["config"].as_str().unwrap().to_owned();
+    assert!(!first.starts_with("none"), "first frame {first}: {v}");
+}
