@@ -180,10 +180,13 @@ pub fn plot_sweeps(rows: &[Row], dir: &Path) -> Result<Vec<PathBuf>> {
         if statics.is_empty() {
             continue;
         }
+        // Ladder order; a rung not on the standard ladder (lz4:16) goes next to the nearest
+        // one in speed, not to the end.
         statics.sort_by_key(|r| {
-            r.config
-                .parse::<CodecSpec>()
-                .map_or(usize::MAX, |c| ladder.position(c).unwrap_or(usize::MAX))
+            r.config.parse::<CodecSpec>().map_or((usize::MAX, 0), |c| match ladder.position(c) {
+                Some(p) => (p, 0),
+                None => (ladder.nearest(c), 1),
+            })
         });
         let file = dir.join(format!("{}-{}-{}.png", cell.dataset, cell.link_mbs, cell.workload));
         let mut lines: Vec<(String, f64, RGBColor)> = vec![("link".into(), cell.link_mbs, BLACK)];

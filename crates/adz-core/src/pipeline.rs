@@ -396,6 +396,12 @@ struct PerClass {
     seen: u32,
     /// Bytes compressed by these predictions.
     bytes: u64,
+    /// Seconds every prediction of this write may take together: the first prediction's
+    /// budget (2 % of the write's predicted time). A new class is predicted only with what
+    /// is left; with nothing left its controller starts where the others are.
+    allowance: f64,
+    /// Seconds the predictions took so far, the first included.
+    spent: f64,
 }
 
 /// The writer's prediction of its start.
@@ -617,7 +623,10 @@ impl Writer {
             }
         }
         let seen = classes.iter().fold(0u32, |m, &c| m | 1 << (c as usize).min(31));
-        self.per_class = Some(Box::new(PerClass { cfg, link, size_hint, seen, bytes: 0 }));
+        let (allowance, spent) =
+            prediction.as_ref().map_or((0.0, 0.0), |p| (p.budget_seconds, p.seconds));
+        self.per_class =
+            Some(Box::new(PerClass { cfg, link, size_hint, seen, bytes: 0, allowance, spent }));
         self.predict = PredictState::Done(prediction.map(Box::new));
         self.push_jobs(held);
     }
@@ -633,12 +642,22 @@ impl Writer {
                 continue;
             }
             pc.seen |= bit;
+            // The write's predictions share one budget: a mixed file with a new kind of data
+            // every few MiB must not pay 2 % of its time per kind (each prediction stalls the
+            // writer while it measures).
+            let left = pc.allowance - pc.spent;
+            if left <= 0.0 {
+                continue;
+            }
             let bytes = job.data.bytes();
             let len = bytes.len() as u64;
             let rest = pc.size_hint.map_or(len, |s| s.saturating_sub(job.raw_offset)).max(len);
             let sample = Sample::from_parts(&[bytes], rest, &pc.cfg.sample);
-            let Ok(p) = Predictor::new(pc.cfg.clone()).predict(&sample, self.strategy, pc.link)
-            else {
+            let cfg = PredictConfig { max_budget_seconds: left, ..pc.cfg.clone() };
+            let t0 = Instant::now();
+            let result = Predictor::new(cfg).predict(&sample, self.strategy, pc.link);
+            pc.spent += t0.elapsed().as_secs_f64();
+            let Ok(p) = result else {
                 continue;
             };
             pc.bytes += p.compressed_bytes;

@@ -135,6 +135,20 @@ fn the_budget_is_respected() {
     assert_eq!(pred.skipped, [spec("zstd:12"), spec("xz:6")]);
     assert_eq!(pred.sampled_bytes, 3 * 4096, "the sample was cut");
     assert_eq!(pred.compressed_bytes, 3 * pred.sampled_bytes);
+
+    // The same with a generous share but no seconds left (what a writer's later, per-class
+    // prediction gets once the write's budget is spent): the cap wins over the share.
+    let mut cfg = PredictConfig {
+        threads: 2,
+        time_budget: 1e6,
+        max_budget_seconds: 0.0,
+        ..PredictConfig::default()
+    };
+    cfg.rungs = ["zstd:3", "lz4:1", "xz:6", "zstd:12", "zstd:1"].map(spec).to_vec();
+    let pred = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+    assert_eq!(pred.budget_seconds, 0.0);
+    assert_eq!(pred.rungs.len(), 3, "only the three cheapest: {:?}", pred.skipped);
+    assert_eq!(pred.sampled_bytes, 3 * 4096, "the sample was cut");
 }
 
 /// The predicted ratio against the ratio of compressing the whole data block by block, on

@@ -67,6 +67,10 @@ pub struct PredictConfig {
     /// The prediction's cost is at most this share of the write's predicted time. Default
     /// 0.02.
     pub time_budget: f64,
+    /// And at most this many seconds, whatever the share gives: what is left of a budget
+    /// shared with earlier predictions of the same write (the writer's per-class ones).
+    /// Default unbounded.
+    pub max_budget_seconds: f64,
     /// Compression worker threads of the write. Default 1.
     pub threads: usize,
     /// Raw bytes per block. Default 1 MiB.
@@ -89,6 +93,7 @@ impl Default for PredictConfig {
             sample: SampleConfig::default(),
             rungs,
             time_budget: 0.02,
+            max_budget_seconds: f64::INFINITY,
             threads: 1,
             block_size: 1 << 20,
             keep_threshold: 0.97,
@@ -243,9 +248,10 @@ impl Predictor {
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
         let share =
             if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
+        let cap = self.cfg.max_budget_seconds.max(0.0);
         let budget_of = |perfs: &[RungPerf]| {
             let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
-            share * estimate::time_of(&model, perfs, choice, budget_link)
+            (share * estimate::time_of(&model, perfs, choice, budget_link)).min(cap)
         };
         // Before anything is measured, the write's predicted time is the reference table's
         // (at the controller's pessimistic prior speed) for the candidates.
