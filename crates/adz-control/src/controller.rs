@@ -421,6 +421,10 @@ const PIPE_MIN_WRITES: u64 = 8;
 /// says only that the pipeline was at least that fast.
 const PIPE_LINK_BOUND: f64 = 0.9;
 
+/// The mix counts a raw block at the pipeline's raw speed the sink saw only while that is
+/// below this many times the link (see [`Controller::mix_fraction`]).
+const PIPE_TRUSTED: f64 = 1.25;
+
 /// Prediction of the reference table when nothing has been measured: assume the machine is
 /// half as fast as the reference, because starting too slow costs time and starting too fast
 /// only costs a little ratio on the first blocks.
@@ -1110,15 +1114,17 @@ impl Controller {
     fn mix_fraction(&self, strategy: Strategy, link: f64, m: usize) -> f64 {
         let now = self.clock;
         let s = self.threads * self.model.speed(m, now);
-        // Raw blocks cost what the workers measure (a checksum). If the sink saw that the
-        // whole pipeline cannot even fill the link with raw blocks, they cost that: every
-        // compressed block then slows the write, and the share comes out zero (all raw). Only
-        // then: above the link the sink's figure also counts the ordered writer's stalls
-        // behind a compressed block (in the simulator with 2 N buffers, 1.5 L where the
-        // workers store raw at 2.7 L), which a mix pays for in the time it saves.
+        // Raw blocks cost what the workers measure (a checksum), or what the sink saw the
+        // whole pipeline spend on them. If that cannot even fill the link, every compressed
+        // block slows the write and the share comes out zero (all raw); a little above the
+        // link, a small share (where the pipeline and the link are about even, the estimate
+        // scatters around the link: 5.1-6.3 GB/s at 6000 MB/s on 2 cores). Not far above
+        // it: there the sink's figure also counts the ordered writer's stalls behind a
+        // compressed block (in the simulator with 2 N buffers, 1.5 L where the workers store
+        // raw at 2.7 L), which a mix pays for in the time it saves.
         let r = self.threads * self.model.raw_speed().unwrap_or(f64::INFINITY);
         let r = match self.pipe.raw_speed {
-            Some(pipe) if pipe < link => r.min(pipe),
+            Some(pipe) if pipe < PIPE_TRUSTED * link => r.min(pipe),
             _ => r,
         };
         let f = self.model.ratio(m, now);

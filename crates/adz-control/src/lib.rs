@@ -236,10 +236,12 @@
 //! for at least 90 % of it, else the CPU's, of which compression took `W / N` (the attempts'
 //! worker time over the workers) and moving the frames stored raw, `X` raw bytes, the rest:
 //! the pipeline moves raw blocks at `X / (E - W / N)` (a lower bound only while the link was
-//! busy). Below the link, the pipeline cannot even fill it with raw blocks, and every
-//! compressed block takes CPU from them: `R` is that speed, and `p` comes out zero (all raw).
-//! Above the link it is not used: it also counts the ordered writer's stalls behind a
-//! compressed block, which the mix pays for in the time it saves. On 2 cores at 6000 MB/s
+//! busy). Below 1.25 `L` it is `R`: below the link the pipeline cannot even fill it with raw
+//! blocks, every compressed block takes CPU from them, and `p` comes out zero (all raw); a
+//! little above, `p` is small (where pipeline and link are about even the estimate scatters
+//! around `L`, 5.1-6.3 GB/s at 6000 MB/s). Further above it is not used: it also counts the
+//! ordered writer's stalls behind a compressed block, which the mix pays for in the time it
+//! saves. On 2 cores at 6000 MB/s
 //! the workers stored raw at 50 GB/s where the pipeline moved 5.9 GB/s, and S1 compressed
 //! a sixth to a third of the blocks and wrote 0.6-0.7 as fast as raw.
 //!

@@ -270,14 +270,14 @@ fn a_starved_sink_stops_the_mix_and_a_busy_one_restarts_it() {
 
 /// A made-up pipeline shaped like `adz compress -s throughput --throttle 6000MB/s` on 2 cores
 /// (256 MiB of text): the workers' raw blocks take 42 us (a checksum: 25 GB/s a thread), but
-/// the whole pipeline moves raw blocks at only 5.9 GB/s (the reader, the hand-offs, the
-/// writer's copies), below the 6000 MB/s link; an lz4:50 block takes 800 us of a worker's two
+/// the whole pipeline moves raw blocks at only `pipe_raw` (the reader, the hand-offs, the
+/// writer's copies; 5.9 GB/s measured), about the 6000 MB/s link; an lz4:50 block takes 800 us of a worker's two
 /// cores' pipeline (ratio 1.7). The throttle's burst credit and the ordered writer make nearly
 /// every frame look backlogged, with writes faster than the link. Returns the blocks
 /// compressed and the write's time, in seconds, relative to all raw.
-fn cpu_bound_fast_link(strategy: Strategy, blocks: usize) -> (usize, f64) {
+fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usize, f64) {
     const MIB: u64 = 1 << 20;
-    let (threads, link, pipe_raw) = (2, FDR4, 5.9e9);
+    let (threads, link) = (2, FDR4);
     let comp = Duration::from_micros(800);
     let mut ctl = Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), threads));
     // The pipeline's clock (CPU: both cores) and the sink's.
@@ -328,10 +328,18 @@ fn cpu_bound_fast_link(strategy: Strategy, blocks: usize) -> (usize, f64) {
 /// a third of the blocks and wrote 0.6-0.7 as fast as raw.
 #[test]
 fn s1_sends_raw_when_the_pipeline_cannot_fill_the_link_with_raw_blocks() {
-    let (compressed, time) = cpu_bound_fast_link(Strategy::Throughput, 256);
-    eprintln!("S1, pipeline 5.9 GB/s, link 6000 MB/s: {compressed} of 256 compressed, {time:.3} of raw's time");
-    assert!(compressed <= 8, "{compressed} of 256 blocks compressed");
-    assert!(time <= 1.05, "the write took {time:.3} of raw's time");
+    // Below the link, as measured, and a little above it (then raw and the mix are about
+    // even: the link's share of a raw block's time is within 3 % of the pipeline's).
+    for pipe_raw in [5.0e9, 5.9e9, 6.2e9] {
+        let (compressed, time) = cpu_bound_fast_link(Strategy::Throughput, 256, pipe_raw);
+        eprintln!(
+            "S1, pipeline {:.1} GB/s, link 6000 MB/s: {compressed} of 256 compressed, {time:.3} \
+             of raw's time",
+            pipe_raw / 1e9
+        );
+        assert!(compressed <= 12, "{compressed} of 256 blocks compressed");
+        assert!(time <= 1.05, "the write took {time:.3} of raw's time");
+    }
 }
 
 /// A sink that waits for frames much longer than the link takes to send them is strong
