@@ -341,10 +341,19 @@ impl Control for ClassedController {
         let shared = self.inner.iter().flatten().find_map(|c| c.stretch());
         let c = self.get(class);
         c.set_stretch(c.stretch().or(shared));
+        let before = c.pipe_work();
         c.record_block(&m);
         let stretch = c.stretch();
-        for c in self.inner.iter_mut().flatten() {
-            c.set_stretch(stretch);
+        // The compression work of one class slows the whole pipeline: every class's account
+        // of the pipeline's pace counts it.
+        let work = c.pipe_work() - before;
+        for (i, c) in self.inner.iter_mut().enumerate() {
+            if let Some(c) = c {
+                c.set_stretch(stretch);
+                if i != class.min(MAX_CLASSES - 1) {
+                    c.note_work(work);
+                }
+            }
         }
     }
 

@@ -198,7 +198,7 @@ pub struct BlockMeasurement {
 
 /// Measured at the sink: bytes accepted and how long the sink was busy writing them (time
 /// blocked in the sink's write call). With a throttled or slow sink, busy ≈ bytes / link speed.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SinkMeasurement {
     /// Bytes written.
     pub bytes: u64,
@@ -210,6 +210,14 @@ pub struct SinkMeasurement {
     /// than it is: once any backlogged write has been seen, only backlogged writes measure
     /// the link.
     pub backlogged: bool,
+    /// Raw bytes the frame holds (0: unknown; the write then tells nothing of the pipeline's
+    /// pace).
+    pub raw: u64,
+    /// How long the sink waited for this frame after its previous write ended (zero for the
+    /// first frame, whose wait is the write's start-up, and for a backlogged one). With
+    /// `busy` it makes the write's elapsed time, from which the controller learns what the
+    /// whole pipeline costs per raw byte (see [`Controller::pipeline_raw_speed`]).
+    pub waited: Duration,
 }
 
 /// What mode the controller is in (for [`Status`]).
@@ -366,6 +374,8 @@ pub struct Controller {
     link: LinkEstimator,
     /// Smoothed share of sink writes that were backlogged (None before the first).
     sink_backlog: Option<f64>,
+    /// The pipeline's pace as the sink saw it (see [`Controller::pipeline_raw_speed`]).
+    pipe: PipeWindow,
     model: Model,
     lanes: Vec<Lane>,
     probe: Option<ProbeState>,
@@ -381,6 +391,39 @@ pub struct Controller {
     /// STRETCH_CLIP times the smoothed one).
     stretch: Option<f64>,
 }
+
+/// What the sink saw of the pipeline's pace, smoothed over the last few writes (each sum
+/// decays with a half-life of [`PIPE_HALFLIFE`] raw bytes): the elapsed time of the writes
+/// (waited + busy), their raw bytes, the raw bytes of the frames stored raw, the bytes sent,
+/// and the worker time (thread-seconds) spent on compression attempts.
+#[derive(Clone, Debug, Default)]
+struct PipeWindow {
+    writes: u64,
+    elapsed: f64,
+    raw: f64,
+    raw_stored_raw: f64,
+    sent: f64,
+    work: f64,
+    /// Aggregate raw bytes/s at which the pipeline moves raw blocks, all its costs included
+    /// (None until the sink has shown it).
+    raw_speed: Option<f64>,
+}
+
+/// Half-life of the sink's account of the pipeline's pace, raw bytes (16 blocks of 1 MiB).
+const PIPE_HALFLIFE: f64 = 16.0 * 1048576.0;
+
+/// Writes before the sink's account of the pipeline's pace is used: the first ones wait for
+/// the write's start (prediction, the first blocks).
+const PIPE_MIN_WRITES: u64 = 8;
+
+/// The link counts as the bottleneck when it was busy at least this share of the writes'
+/// elapsed time (its bytes at the link's speed): then the elapsed time is the link's and
+/// says only that the pipeline was at least that fast.
+const PIPE_LINK_BOUND: f64 = 0.9;
+
+/// The mix counts a raw block at the pipeline's raw speed the sink saw only while that is
+/// below this many times the link (see [`Controller::mix_fraction`]).
+const PIPE_TRUSTED: f64 = 1.25;
 
 /// Prediction of the reference table when nothing has been measured: assume the machine is
 /// half as fast as the reference, because starting too slow costs time and starting too fast
@@ -468,6 +511,7 @@ impl Controller {
             fixed_link,
             link: LinkEstimator::new(cfg.link_memory_bytes as f64),
             sink_backlog: None,
+            pipe: PipeWindow::default(),
             model: Model::new(&cfg.ladder, INITIAL_LEVEL, rates),
             lanes: Vec::new(),
             probe: None,
@@ -488,6 +532,7 @@ impl Controller {
         let mut c = Controller::new(self.cfg.clone());
         c.link = self.link.clone();
         c.sink_backlog = self.sink_backlog;
+        c.pipe = self.pipe.clone();
         c.stretch = self.stretch;
         c
     }
@@ -681,6 +726,9 @@ impl Controller {
             return;
         }
         self.outstanding = self.outstanding.saturating_sub(1);
+        if let Some(s) = speed {
+            self.note_work(m.raw_len as f64 / s);
+        }
         if m.raw_len == 0 {
             return;
         }
@@ -780,12 +828,85 @@ impl Controller {
 
     /// What the sink measured: bytes written and time spent writing them.
     pub fn record_sink(&mut self, m: &SinkMeasurement) {
-        self.link.add(m.bytes, m.busy.as_secs_f64(), m.backlogged);
+        let busy = m.busy.as_secs_f64();
+        let waited = m.waited.as_secs_f64();
+        self.link.add(m.bytes, busy, m.backlogged);
         let x = if m.backlogged { 1.0 } else { 0.0 };
+        // A frame the sink waited for longer than the link takes to send it is strong
+        // evidence that the pipeline, not the link, sets the pace: it weighs four writes.
+        let link = self.link();
+        let strong = !m.backlogged && link.is_some_and(|l| waited * l > m.bytes as f64);
+        let w = if strong { 4.0 * BACKLOG_WEIGHT } else { BACKLOG_WEIGHT };
         self.sink_backlog = Some(match self.sink_backlog {
-            Some(b) => b + BACKLOG_WEIGHT * (x - b),
+            Some(b) => b + w * (x - b),
             None => x,
         });
+        self.record_pace(m, busy + waited, link);
+    }
+
+    /// Compression work (thread-seconds) the pipeline spent: told by [`Controller::record_block`]
+    /// for this controller's blocks, and by a [`ClassedController`](crate::ClassedController)
+    /// for the other classes' (the pipeline's pace is the write's, not one class's).
+    pub(crate) fn note_work(&mut self, secs: f64) {
+        if secs.is_finite() && secs > 0.0 {
+            self.pipe.work += secs;
+        }
+    }
+
+    /// The sink's account of the pipeline's pace. Over the last few writes, the elapsed time
+    /// `E` is the link's (it was busy nearly all of it) or the CPU's: compression took `W / N`
+    /// of it (worker time over the workers) and moving the raw frames the rest, so the
+    /// pipeline moves raw blocks at `X / (E - W / N)` (`X` their raw bytes). On two cores that
+    /// is far below what the workers measure of a raw block (a checksum): the application's
+    /// reader, the hand-offs and the writer's copies cost CPU too, and a compressed block
+    /// takes a core from them (6000 MB/s: raw moved 5.9 GB/s where the workers' checksums
+    /// alone ran at 50). While the link is the bottleneck the same figure is only a lower
+    /// bound, and only raises the estimate.
+    fn record_pace(&mut self, m: &SinkMeasurement, elapsed: f64, link: Option<f64>) {
+        if m.raw == 0 || !elapsed.is_finite() {
+            return;
+        }
+        let p = &mut self.pipe;
+        let raw = m.raw as f64;
+        let keep = 0.5f64.powf(raw / PIPE_HALFLIFE);
+        p.elapsed = p.elapsed * keep + elapsed;
+        p.raw = p.raw * keep + raw;
+        p.raw_stored_raw = p.raw_stored_raw * keep + if m.bytes >= m.raw { raw } else { 0.0 };
+        p.sent = p.sent * keep + m.bytes as f64;
+        p.work *= keep;
+        p.writes += 1;
+        let Some(link) = link else { return };
+        if p.writes < PIPE_MIN_WRITES || p.elapsed <= 0.0 {
+            return;
+        }
+        // Frames stored raw must make a fair share of the window, else their cost is noise.
+        if p.raw_stored_raw < 0.25 * p.raw {
+            return;
+        }
+        let moving = p.elapsed - p.work / self.cfg.threads.max(1) as f64;
+        if moving <= 0.05 * p.elapsed {
+            // Compression alone explains the time: nothing is left to measure the raw path.
+            return;
+        }
+        let speed = p.raw_stored_raw / moving;
+        let link_bound = p.sent / link >= PIPE_LINK_BOUND * p.elapsed;
+        p.raw_speed = match p.raw_speed {
+            Some(v) if link_bound => Some(v.max(speed)),
+            _ if link_bound => None,
+            _ => Some(speed),
+        };
+    }
+
+    /// Compression work in this controller's account of the pipeline's pace (see
+    /// [`Controller::note_work`]).
+    pub(crate) fn pipe_work(&self) -> f64 {
+        self.pipe.work
+    }
+
+    /// Aggregate raw bytes/s at which the whole pipeline moves raw blocks, as the sink saw it
+    /// (None until it has shown that the pipeline, not the link, set the pace).
+    pub fn pipeline_raw_speed(&self) -> Option<f64> {
+        self.pipe.raw_speed
     }
 
     /// A snapshot for tracing and progress.
@@ -993,7 +1114,19 @@ impl Controller {
     fn mix_fraction(&self, strategy: Strategy, link: f64, m: usize) -> f64 {
         let now = self.clock;
         let s = self.threads * self.model.speed(m, now);
+        // Raw blocks cost what the workers measure (a checksum), or what the sink saw the
+        // whole pipeline spend on them. If that cannot even fill the link, every compressed
+        // block slows the write and the share comes out zero (all raw); a little above the
+        // link, a small share (where the pipeline and the link are about even, the estimate
+        // scatters around the link: 5.1-6.3 GB/s at 6000 MB/s on 2 cores). Not far above
+        // it: there the sink's figure also counts the ordered writer's stalls behind a
+        // compressed block (in the simulator with 2 N buffers, 1.5 L where the workers store
+        // raw at 2.7 L), which a mix pays for in the time it saves.
         let r = self.threads * self.model.raw_speed().unwrap_or(f64::INFINITY);
+        let r = match self.pipe.raw_speed {
+            Some(pipe) if pipe < PIPE_TRUSTED * link => r.min(pipe),
+            _ => r,
+        };
         let f = self.model.ratio(m, now);
         let (num, den) = match strategy {
             Strategy::Throughput => {

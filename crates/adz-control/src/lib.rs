@@ -34,6 +34,8 @@
 //!     bytes: 350_048,
 //!     busy: Duration::from_millis(3),
 //!     backlogged: true,
+//!     raw: 1 << 20,
+//!     waited: Duration::ZERO,
 //! });
 //!
 //! // Too slow: the next block gets a faster setting at once.
@@ -226,6 +228,26 @@
 //!   `p = (1/L - 1/R) / (1/S - 1/R + (1 - 1/f)/L)`, and for `R -> inf` the throughput is
 //!   `L + S (1 - 1/f)`: always more than raw's `L`, by the bytes per second the compressors save.
 //! * S2 and S3 spend exactly the target's time on compression: `p = (1/T - 1/R) / (1/S - 1/R)`.
+//!
+//! `R` is what the workers measure of a raw block (a checksum, tens of GB/s), but a raw block
+//! costs the pipeline more: the application's reader, the hand-offs and the writer's copies.
+//! The sink tells how much (`SinkMeasurement::raw` and `waited`): over the last writes
+//! (half-life 16 MiB) the elapsed time `E` (waited + busy) is the link's when the link was busy
+//! for at least 90 % of it, else the CPU's, of which compression took `W / N` (the attempts'
+//! worker time over the workers) and moving the frames stored raw, `X` raw bytes, the rest:
+//! the pipeline moves raw blocks at `X / (E - W / N)` (a lower bound only while the link was
+//! busy). Below 1.25 `L` it is `R`: below the link the pipeline cannot even fill it with raw
+//! blocks, every compressed block takes CPU from them, and `p` comes out zero (all raw); a
+//! little above, `p` is small (where pipeline and link are about even the estimate scatters
+//! around `L`, 5.1-6.3 GB/s at 6000 MB/s). Further above it is not used: it also counts the
+//! ordered writer's stalls behind a compressed block, which the mix pays for in the time it
+//! saves. On 2 cores at 6000 MB/s
+//! the workers stored raw at 50 GB/s where the pipeline moved 5.9 GB/s, and S1 compressed
+//! a sixth to a third of the blocks and wrote 0.6-0.7 as fast as raw.
+//!
+//! The mix also shrinks while frames seldom wait for the sink (fewer than half the writes
+//! backlogged, smoothed over about 16 writes; none compressed at 20 % or fewer); a write the
+//! sink waited for longer than the link takes to send it counts four times.
 //!
 //! The mix rung is the one that saves the most bytes per second, `S (1 - 1/f)` (usually the
 //! fastest LZ4). `p` below 1/512 sends everything raw. Leaving the mix for full compression

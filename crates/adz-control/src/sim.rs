@@ -346,6 +346,7 @@ impl SimConfig {
                 // The frame was ready before the link freed: the write starts at once.
                 let backlogged = k > 0 && finish <= last_write_end;
                 let write_start = finish.max(last_write_end);
+                let waited = if k > 0 { write_start - last_write_end } else { 0.0 };
                 let busy = (stored + FRAME_HEADER) as f64 / self.link;
                 let write_end = write_start + busy;
                 last_write_end = write_end;
@@ -366,6 +367,8 @@ impl SimConfig {
                     // The simulated link has no buffer, so every write is pure link time; the
                     // flag says, as the real sequencer does, whether the frame was waiting.
                     backlogged,
+                    raw,
+                    waited: Duration::from_secs_f64(waited),
                 };
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {

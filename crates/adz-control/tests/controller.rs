@@ -257,6 +257,7 @@ fn a_starved_sink_stops_the_mix_and_a_busy_one_restarts_it() {
                 bytes: stored,
                 busy: Duration::from_secs_f64(stored as f64 / link),
                 backlogged,
+                ..Default::default()
             });
         }
         compressed
@@ -265,6 +266,119 @@ fn a_starved_sink_stops_the_mix_and_a_busy_one_restarts_it() {
     assert!(starved <= 10, "a starved sink: {starved} of 200 blocks still compressed");
     let busy = phase(&mut ctl, true);
     assert!(busy >= 20, "the link backed up again: only {busy} of 200 blocks compressed");
+}
+
+/// A made-up pipeline shaped like `adz compress -s throughput --throttle 6000MB/s` on 2 cores
+/// (256 MiB of text): the workers' raw blocks take 42 us (a checksum: 25 GB/s a thread), but
+/// the whole pipeline moves raw blocks at only `pipe_raw` (the reader, the hand-offs, the
+/// writer's copies; 5.9 GB/s measured), about the 6000 MB/s link; an lz4:50 block takes 800 us of a worker's two
+/// cores' pipeline (ratio 1.7). The throttle's burst credit and the ordered writer make nearly
+/// every frame look backlogged, with writes faster than the link. Returns the blocks
+/// compressed and the write's time, in seconds, relative to all raw.
+fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usize, f64) {
+    const MIB: u64 = 1 << 20;
+    let (threads, link) = (2, FDR4);
+    let comp = Duration::from_micros(800);
+    let mut ctl = Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), threads));
+    // The pipeline's clock (CPU: both cores) and the sink's.
+    let (mut cpu, mut sink_end) = (0.0f64, 0.0f64);
+    let mut compressed = 0;
+    for k in 0..blocks {
+        let ctx = BlockContext {
+            raw_offset: k as u64 * MIB,
+            raw_len: MIB as usize,
+            hints: &[],
+            class: 0,
+        };
+        let d = ctl.next_block(&ctx);
+        let raw = d.codec == CodecSpec::NONE;
+        compressed += usize::from(!raw);
+        let stored = if raw { MIB } else { (MIB as f64 / 1.7) as u64 };
+        let t = if raw { Duration::from_micros(42) } else { comp };
+        cpu += if raw { MIB as f64 / pipe_raw } else { comp.as_secs_f64() / threads as f64 };
+        ctl.record_block(&BlockMeasurement {
+            decision: d,
+            raw_len: MIB,
+            stored_len: stored,
+            stored_raw: raw,
+            wall: t,
+            cpu: t,
+        });
+        let bytes = stored + 48;
+        let start = cpu.max(sink_end);
+        let waited = if k == 0 { 0.0 } else { start - sink_end };
+        // Burst credit: the throttle takes a frame in half its link time after an idle gap.
+        let busy = bytes as f64 / link / 2.0;
+        sink_end = start + busy;
+        ctl.record_sink(&SinkMeasurement {
+            bytes,
+            busy: Duration::from_secs_f64(busy),
+            backlogged: raw,
+            raw: MIB,
+            waited: Duration::from_secs_f64(waited),
+        });
+    }
+    let all_raw = blocks as f64 * (MIB as f64 / pipe_raw).max((MIB + 48) as f64 / link);
+    (compressed, sink_end / all_raw)
+}
+
+/// Where the pipeline cannot even fill the link with raw blocks, every compressed block takes
+/// CPU from the raw path: S1 must send raw (after at most a few blocks that measure), never
+/// slower than raw. Before the sink's account of the pipeline's pace, S1 compressed a sixth to
+/// a third of the blocks and wrote 0.6-0.7 as fast as raw.
+#[test]
+fn s1_sends_raw_when_the_pipeline_cannot_fill_the_link_with_raw_blocks() {
+    // Below the link, as measured, and a little above it (then raw and the mix are about
+    // even: the link's share of a raw block's time is within 3 % of the pipeline's).
+    for pipe_raw in [5.0e9, 5.9e9, 6.2e9] {
+        let (compressed, time) = cpu_bound_fast_link(Strategy::Throughput, 256, pipe_raw);
+        eprintln!(
+            "S1, pipeline {:.1} GB/s, link 6000 MB/s: {compressed} of 256 compressed, {time:.3} \
+             of raw's time",
+            pipe_raw / 1e9
+        );
+        assert!(compressed <= 12, "{compressed} of 256 blocks compressed");
+        assert!(time <= 1.05, "the write took {time:.3} of raw's time");
+    }
+}
+
+/// A sink that waits for frames much longer than the link takes to send them is strong
+/// evidence that the link is not the bottleneck: the mix must stop within a few writes, not
+/// the ~16-25 writes the smoothed backlog share takes.
+#[test]
+fn strong_evidence_of_a_starved_sink_stops_the_mix_within_a_few_writes() {
+    let (threads, link) = (2, FDR4);
+    let mut sim = SimConfig::new(threads, link);
+    sim.buffers = 8;
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads);
+    let (mut ctl, rep) = run(cfg, &sim, &[Segment::new(300, text())]);
+    assert!(
+        matches!(ctl.status().mode, Mode::Mix { compress_fraction } if compress_fraction > 0.0),
+        "{:?}",
+        ctl.status().mode
+    );
+    let offset = rep.blocks.len() as u64 * (1 << 20);
+    let mut writes = 0;
+    while matches!(ctl.status().mode, Mode::Mix { compress_fraction } if compress_fraction > 0.0) {
+        assert!(writes < 8, "still mixing after {writes} starved writes: {:?}", ctl.status());
+        let bytes = (1 << 20) + 48;
+        let busy = bytes as f64 / link;
+        ctl.record_sink(&SinkMeasurement {
+            bytes,
+            busy: Duration::from_secs_f64(busy),
+            backlogged: false,
+            raw: 0,
+            waited: Duration::from_secs_f64(3.0 * busy),
+        });
+        let d = ctl.next_block(&BlockContext {
+            raw_offset: offset + writes * (1 << 20),
+            raw_len: 1 << 20,
+            hints: &[],
+            class: 0,
+        });
+        let _ = d;
+        writes += 1;
+    }
 }
 
 #[test]
@@ -873,6 +987,7 @@ proptest! {
                         bytes,
                         busy: Duration::from_nanos(busy_ns),
                         backlogged: true,
+                        ..Default::default()
                     });
                 }
             }
@@ -1386,6 +1501,7 @@ fn feed(ctl: &mut Controller, data: &DataModel, blocks: usize, lag: usize) -> Ve
             bytes: stored,
             busy: Duration::from_secs_f64(stored as f64 / GBE),
             backlogged: true,
+            ..Default::default()
         });
     };
     for k in 0..blocks {

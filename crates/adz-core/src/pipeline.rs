@@ -1145,6 +1145,9 @@ fn sequencer(
     // Was the next frame already waiting when the last append finished? Then its append
     // starts at once and its time is pure sink time (see SinkMeasurement::backlogged).
     let mut backlogged = false;
+    // When the last append ended (None before the first frame: its wait is the write's
+    // start-up, not the pipeline's pace).
+    let mut last_end: Option<Instant> = None;
     for done in done_rx.iter() {
         waiting.insert(done.seq, done);
         while let Some(d) = waiting.remove(&next) {
@@ -1170,7 +1173,10 @@ fn sequencer(
                 release(d);
                 continue;
             }
-            let busy = t0.elapsed();
+            let end = Instant::now();
+            let busy = end - t0;
+            let waited = last_end.map_or(Duration::ZERO, |e| t0.saturating_duration_since(e));
+            last_end = Some(end);
             let frame_len = d.header.frame_len();
             let this_backlogged = backlogged;
             while let Ok(more) = done_rx.try_recv() {
@@ -1189,6 +1195,8 @@ fn sequencer(
                     bytes: frame_len,
                     busy,
                     backlogged: this_backlogged,
+                    raw: u64::from(d.header.raw_len),
+                    waited,
                 });
                 dsp.controller.status_of(d.class)
             };
