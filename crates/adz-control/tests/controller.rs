@@ -1019,6 +1019,15 @@ proptest! {
     }
 }
 
+/// A data model on the standard ladder from anchors: (rung, CPU MB/s per thread, ratio).
+fn anchored(name: &str, anchors: &[(&str, f64, f64)]) -> DataModel {
+    let anchors: Vec<_> = anchors
+        .iter()
+        .map(|&(r, speed, ratio)| (spec(r), Perf { speed: speed * 1e6, ratio }))
+        .collect();
+    DataModel::from_anchors(name, &Ladder::standard(), &anchors)
+}
+
 /// The case measured on real data (adz's pipeline, 2 workers on 2 cores, 1GbE, English-like
 /// text): a codec family change where zstd's ratio is far above LZ4's, so that a rung slower
 /// than its own S1 target `L f` can still write fastest. Per thread: lz4:1 450 MB/s ratio 2.2,
@@ -1027,15 +1036,13 @@ proptest! {
 /// zstd:1 (min(320, 421) = 320): the ratio rises steeply from zstd:-4 to zstd:-2 while the
 /// speed still outruns `L f`.
 fn family_change() -> DataModel {
-    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
-    DataModel::from_anchors(
+    anchored(
         "family change",
-        &Ladder::standard(),
         &[
-            (spec("lz4:1"), perf(450.0, 2.2)),
-            (spec("zstd:-4"), perf(300.0, 3.1)),
-            (spec("zstd:1"), perf(160.0, 3.6)),
-            (spec("zstd:3"), perf(70.0, 3.76)),
+            ("lz4:1", 450.0, 2.2),
+            ("zstd:-4", 300.0, 3.1),
+            ("zstd:1", 160.0, 3.6),
+            ("zstd:3", 70.0, 3.76),
         ],
     )
 }
@@ -1043,15 +1050,13 @@ fn family_change() -> DataModel {
 /// The same family change with zstd:1 the fastest write (min(460, 421) = 421 MB/s) and
 /// zstd:-4 only a little better than LZ4 in ratio.
 fn family_change_zstd1() -> DataModel {
-    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
-    DataModel::from_anchors(
+    anchored(
         "family change, zstd:1 best",
-        &Ladder::standard(),
         &[
-            (spec("lz4:1"), perf(450.0, 2.2)),
-            (spec("zstd:-4"), perf(320.0, 2.5)),
-            (spec("zstd:1"), perf(230.0, 3.6)),
-            (spec("zstd:3"), perf(70.0, 3.76)),
+            ("lz4:1", 450.0, 2.2),
+            ("zstd:-4", 320.0, 2.5),
+            ("zstd:1", 230.0, 3.6),
+            ("zstd:3", 70.0, 3.76),
         ],
     )
 }
@@ -1060,15 +1065,13 @@ fn family_change_zstd1() -> DataModel {
 /// no faster than zstd:1 (the reference shape says 1.4x at zstd:-4), so zstd:1 writes
 /// fastest (min(410, 419) = 410 MB/s).
 fn family_change_flat() -> DataModel {
-    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
-    DataModel::from_anchors(
+    anchored(
         "family change, flat zstd",
-        &Ladder::standard(),
         &[
-            (spec("lz4:1"), perf(480.0, 2.19)),
-            (spec("zstd:-4"), perf(205.0, 3.1)),
-            (spec("zstd:1"), perf(205.0, 3.58)),
-            (spec("zstd:3"), perf(70.0, 3.76)),
+            ("lz4:1", 480.0, 2.19),
+            ("zstd:-4", 205.0, 3.1),
+            ("zstd:1", 205.0, 3.58),
+            ("zstd:3", 70.0, 3.76),
         ],
     )
 }
@@ -1437,39 +1440,35 @@ fn a_predicted_incompressible_start_only_probes() {
 /// The sparse records of `adz-datagen mixed` as the real demo measured them (CPU MB/s per
 /// thread, ratio): lz4's fast levels 4200 at about 60 (38 at lz4:50), zstd:3 1880 at 118.5.
 fn demo_sparse() -> DataModel {
-    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
-    DataModel::from_anchors(
+    anchored(
         "demo sparse",
-        &Ladder::standard(),
         &[
-            (spec("lz4:50"), perf(5000.0, 38.0)),
-            (spec("lz4:1"), perf(3500.0, 60.0)),
-            (spec("zstd:-4"), perf(1450.0, 117.0)),
-            (spec("zstd:-1"), perf(1450.0, 118.0)),
-            (spec("zstd:1"), perf(1900.0, 118.3)),
-            (spec("zstd:3"), perf(1880.0, 118.5)),
-            (spec("zstd:4"), perf(960.0, 118.6)),
-            (spec("zstd:9"), perf(300.0, 121.0)),
+            ("lz4:50", 5000.0, 38.0),
+            ("lz4:1", 3500.0, 60.0),
+            ("zstd:-4", 1450.0, 117.0),
+            ("zstd:-1", 1450.0, 118.0),
+            ("zstd:1", 1900.0, 118.3),
+            ("zstd:3", 1880.0, 118.5),
+            ("zstd:4", 960.0, 118.6),
+            ("zstd:9", 300.0, 121.0),
         ],
     )
 }
 
 fn demo_text() -> DataModel {
-    let perf = |speed: f64, ratio: f64| Perf { speed: speed * 1e6, ratio };
-    DataModel::from_anchors(
+    anchored(
         "demo text",
-        &Ladder::standard(),
         &[
-            (spec("lz4:50"), perf(2200.0, 1.5)),
-            (spec("lz4:1"), perf(560.0, 2.3)),
-            (spec("zstd:-4"), perf(420.0, 2.9)),
-            (spec("zstd:-1"), perf(360.0, 3.25)),
-            (spec("zstd:1"), perf(328.0, 3.579)),
-            (spec("zstd:2"), perf(308.0, 3.534)),
-            (spec("zstd:3"), perf(261.0, 3.765)),
-            (spec("zstd:4"), perf(232.0, 3.79)),
-            (spec("zstd:5"), perf(140.0, 3.86)),
-            (spec("zstd:9"), perf(60.0, 3.97)),
+            ("lz4:50", 2200.0, 1.5),
+            ("lz4:1", 560.0, 2.3),
+            ("zstd:-4", 420.0, 2.9),
+            ("zstd:-1", 360.0, 3.25),
+            ("zstd:1", 328.0, 3.579),
+            ("zstd:2", 308.0, 3.534),
+            ("zstd:3", 261.0, 3.765),
+            ("zstd:4", 232.0, 3.79),
+            ("zstd:5", 140.0, 3.86),
+            ("zstd:9", 60.0, 3.97),
         ],
     )
 }
