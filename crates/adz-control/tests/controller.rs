@@ -1431,12 +1431,6 @@ fn a_predicted_incompressible_start_only_probes() {
     assert!(d2.codec != CodecSpec::NONE && d2.reason != Reason::Incompressible, "{d2:?}");
 }
 
-/// The text class of `adz-datagen mixed` as `make demo` measured it (2 workers, 1GbE, per
-/// thread CPU speed and ratio): zstd:1 328 MB/s 3.579, zstd:2 308 MB/s 3.534 (zstd:1 compresses
-/// this text *better* than zstd:2), zstd:3 261 MB/s 3.765. zstd:2 -> zstd:3 costs 1.18x the
-/// time here; the reference shape (thesis table 5.1) says 2.3x. The rungs after zstd:3 are
-/// made up in the same spirit (zstd:4 a little slower for a little ratio, zstd:5 and on the
-/// lazy matchers, much slower).
 /// The sparse records of `adz-datagen mixed` as the real demo measured them (CPU MB/s per
 /// thread, ratio): lz4's fast levels 4200 at about 60 (38 at lz4:50), zstd:3 1880 at 118.5.
 fn demo_sparse() -> DataModel {
@@ -1455,6 +1449,12 @@ fn demo_sparse() -> DataModel {
     )
 }
 
+/// The text class of `adz-datagen mixed` as `make demo` measured it (2 workers, 1GbE, per
+/// thread CPU speed and ratio): zstd:1 328 MB/s 3.579, zstd:2 308 MB/s 3.534 (zstd:1 compresses
+/// this text *better* than zstd:2), zstd:3 261 MB/s 3.765. zstd:2 -> zstd:3 costs 1.18x the
+/// time here; the reference shape (thesis table 5.1) says 2.3x. The rungs after zstd:3 are
+/// made up in the same spirit (zstd:4 a little slower for a little ratio, zstd:5 and on the
+/// lazy matchers, much slower).
 fn demo_text() -> DataModel {
     anchored(
         "demo text",
