@@ -10,7 +10,7 @@
 #   scripts/bench-python.sh                       # 1 GiB
 #   SIZE=268435456 THREADS=4 scripts/bench-python.sh
 #   ZARR_SIZE=67108864 ZARR_RUNS=1 scripts/bench-python.sh   # a smaller zarr part
-#   OUT=/dev/shm/adz-bench ZARR=0 RUNS=5 scripts/bench-python.sh   # part 1 only, on tmpfs
+#   OUT=/dev/shm/adz-bench ZARR=0 RUNS=15 scripts/bench-python.sh  # part 1 only, on tmpfs
 # Results: $OUT/results.md (default .cache/bench/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,36 +34,89 @@ data="$OUT/doubles.bin"
 cat "$data" > /dev/null   # page cache
 
 results="$OUT/results.md"
-{
-    echo "# adz Python binding vs CLI ($(date -u +%F), $(nproc) cores, SIZE=$SIZE, THREADS=$THREADS)"
-    echo
-    echo "| strategy | link | run | CLI s | Python s | Python/CLI |"
-    echo "|---|---|---|---|---|---|"
-} > "$results"
-for cfg in $CONFIGS; do
-    strategy=${cfg%|*}
-    link=${cfg#*|}
-    for run in $(seq "$RUNS"); do
-        t0=$(date +%s.%N)
-        "$ADZ" compress -q -f -T "$THREADS" -s "$strategy" --link "$link" "$data" "$OUT/cli.adz"
-        t1=$(date +%s.%N)
-        cli=$(awk "BEGIN { print $t1 - $t0 }")
-        py=$("$PY" - "$data" "$OUT/py.adz" "$strategy" "$link" "$THREADS" <<'PY'
-import sys, time
+# One Python process loads the array once, then alternates: the CLI on the file (a child
+# process, timed from its start to its exit) and adz.open on the array, each into its own
+# output in $OUT, which it removes just before it writes. On a VM whose balloon reports free
+# pages to the host (virtio-balloon free page reporting), writing into pages the host has
+# taken back costs kernel time in the copy into the sink, up to 2 s per GiB; freeing the old
+# output just before writing the new one reuses pages that are still backed, the same way
+# for both sides (docs/benchmarks/2026-11-23-bind, "Why the first measurement was erratic").
+# WARM bytes of tmpfs are touched and freed first for the same reason.
+WARM=${WARM:-4294967296}
+if [ "$WARM" != 0 ]; then
+    dd if=/dev/zero of="$OUT/warm" bs=1M count=$((WARM / 1048576)) status=none
+    rm -f "$OUT/warm"
+fi
+"$PY" - "$data" "$OUT" "$ADZ" "$THREADS" "$RUNS" "$SIZE" $CONFIGS > "$results" <<'PY'
+import os, resource, statistics, subprocess, sys, time
 import numpy as np
 import adz
-data, out, strategy, link, threads = sys.argv[1:6]
-a = np.fromfile(data, dtype=np.float64)          # loaded before the clock starts
-t0 = time.perf_counter()
-with adz.open(out, "wb", strategy=strategy, link=link, threads=int(threads) or None) as f:
-    f.write(a)
-print(f"{time.perf_counter() - t0:.3f}")
+data, out, exe, threads, runs, size = sys.argv[1:7]
+configs = [c.split("|") for c in sys.argv[7:]]
+a = np.fromfile(data, dtype=np.float64)          # loaded before any clock starts
+cli_out, py_out = os.path.join(out, "cli.adz"), os.path.join(out, "py.adz")
+print(f"# adz Python binding vs CLI ({time.strftime('%F')}, {os.cpu_count()} cores, "
+      f"SIZE={size}, THREADS={threads}, RUNS={runs})")
+print()
+print("user, sys: CPU seconds of the writing process (the CLI child's, or the Python")
+print("process's during the write). Odd runs start with the CLI, even runs with Python.")
+print()
+print("| strategy | link | run | CLI s | Python s | Python/CLI | CLI user | CLI sys "
+      "| Python user | Python sys |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+summary = []
+def cpu(who):
+    r = resource.getrusage(who)
+    return r.ru_utime, r.ru_stime
+def timed(who, f):
+    # Each side removes its previous output just before it writes, so it reuses pages it
+    # freed a moment ago (see the comment above the script).
+    (u0, s0), t0 = cpu(who), time.perf_counter()
+    f()
+    t, (u1, s1) = time.perf_counter() - t0, cpu(who)
+    return t, u1 - u0, s1 - s0
+def cli_write(strategy, link):
+    if os.path.exists(cli_out):
+        os.remove(cli_out)
+    return timed(resource.RUSAGE_CHILDREN, lambda: subprocess.run(
+        [exe, "compress", "-q", "-f", "-T", threads, "-s", strategy, "--link", link, data,
+         cli_out], check=True))
+def py_write(strategy, link):
+    if os.path.exists(py_out):
+        os.remove(py_out)
+    def go():
+        with adz.open(py_out, "wb", strategy=strategy, link=link,
+                      threads=int(threads) or None) as f:
+            f.write(a)
+    return timed(resource.RUSAGE_SELF, go)
+for strategy, link in configs:
+    clis, pys = [], []
+    for run in range(1, int(runs) + 1):
+        if run % 2:
+            c = cli_write(strategy, link)
+            p = py_write(strategy, link)
+        else:
+            p = py_write(strategy, link)
+            c = cli_write(strategy, link)
+        assert os.path.getsize(py_out) > 0 and os.path.getsize(cli_out) > 0
+        clis.append(c)
+        pys.append(p)
+        print(f"| {strategy} | {link} | {run} | {c[0]:.3f} | {p[0]:.3f} | {p[0] / c[0]:.3f} | "
+              f"{c[1]:.2f} | {c[2]:.2f} | {p[1]:.2f} | {p[2]:.2f} |", flush=True)
+    med = lambda xs, i: statistics.median(x[i] for x in xs)
+    summary.append((strategy, link, med(clis, 0), med(pys, 0), min(c[0] for c in clis),
+                    min(p[0] for p in pys), med(clis, 1), med(pys, 1), med(clis, 2),
+                    med(pys, 2)))
+print()
+print("Medians and minimums over the runs:")
+print()
+print("| strategy | link | CLI median s | Python median s | Python/CLI (median) | "
+      "CLI min s | Python min s | Python/CLI (min) | user CLI / Python | sys CLI / Python |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for s, l, cm, pm, cn, pn, cu, pu, cs, ps in summary:
+    print(f"| {s} | {l} | {cm:.3f} | {pm:.3f} | {pm / cm:.3f} | {cn:.3f} | {pn:.3f} | "
+          f"{pn / cn:.3f} | {cu:.2f} / {pu:.2f} | {cs:.2f} / {ps:.2f} |")
 PY
-)
-        printf '| %s | %s | %s | %.3f | %.3f | %.3f |\n' "$strategy" "$link" "$run" "$cli" "$py" \
-            "$(awk "BEGIN { print $py / $cli }")" >> "$results"
-    done
-done
 
 # 2. zarr on the climate dataset (adz-bench's float32 fields, 4 variables x time steps on a 1°
 #    grid with a land mask of fill values), zarr format 3: adz's zarr v3 codec against zarr's
