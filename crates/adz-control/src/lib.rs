@@ -351,6 +351,7 @@
 //!
 //! | tunable | default | why |
 //! |---|---|---|
+//! | `schedule_blocks` | 8 | S2/S3 keep a schedule from the sink's clock: a write ahead of its target's time spends what it saved over the next 8 blocks plus the pipeline's depth (2 per worker: the sink hears of a block that late, and reacting faster overshoots), aiming at most at half the target; behind it, at most 8/7 of the target. On noisy data (blocks at 0.4-1.6x their mean speed) this takes S2 and S3 from 0.72-0.90 of their target time to 0.98-1.01 in the simulator, and on a kernel tar through a 117 MB/s link from 0.79-0.92 to 0.98-1.01. 0 turns it off |
 //! | `throughput_margin` | 0.05 | S1: a rung is left for a faster one only when that is predicted to write more than 5 % faster, and rungs within 5 % of the fastest count as equally fast (the best ratio among them wins). Adjacent rungs' throughputs differ by 3-8 % near the best rung, so this keeps the estimate's noise from flipping the rung while costing at most 5 % |
 //! | `max_climb` | 2 | a move to more effort climbs at most 2 rungs: speeds extrapolate badly to other data, and a too-slow rung costs more than a too-fast one |
 //! | `dead_band` | 0.10 | adjacent rungs differ by 8-15 % in speed; a smaller band moves into rungs that are too slow on the next noisy block |

@@ -112,6 +112,18 @@ fn pos(c: CodecSpec) -> usize {
     Ladder::standard().position(c).unwrap_or(0)
 }
 
+/// S2/S3: the time blocks `from..` of a write took, over the time their target gives them.
+fn time_vs_target(rep: &SimReport, strategy: Strategy, link: f64, from: usize) -> f64 {
+    target(strategy, link, 1.0) / rep.throughput_of(from, rep.blocks.len())
+}
+
+/// The rung logic alone: S2's and S3's schedule off, so that on a noiseless stream the lane
+/// holds the slowest rung that meets the target (with the schedule on, a write ahead of it
+/// also visits slower rungs on purpose: see `s2_and_s3_take_the_targets_time_on_noisy_data`).
+fn rungs_only(cfg: ControllerConfig) -> ControllerConfig {
+    cfg.with_schedule(0.0)
+}
+
 /// The rung a decision's lane is at: a blend block (S2/S3, [`Reason::Blend`]) goes to the next
 /// rung on purpose, so that two rungs together take the target's time.
 fn lane_of(d: Decision) -> CodecSpec {
@@ -182,8 +194,24 @@ fn converges_to_each_strategy_target_from_far_above_and_below() {
             for start in ["lz4:50", "xz:9"] {
                 let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads)
                     .with_start(spec(start));
-                let (ctl, rep) =
-                    run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
+                if strategy != Strategy::Throughput {
+                    // With the schedule: the write after block 150 takes the target's time.
+                    let (_, rep) = run(
+                        cfg.clone(),
+                        &SimConfig::new(threads, link),
+                        &[Segment::new(400, data.clone())],
+                    );
+                    let t = time_vs_target(&rep, strategy, link, 150);
+                    assert!(
+                        (0.95..=1.05).contains(&t),
+                        "{strategy} {link} from {start}: {t:.3} of the target time"
+                    );
+                }
+                let (ctl, rep) = run(
+                    rungs_only(cfg),
+                    &SimConfig::new(threads, link),
+                    &[Segment::new(400, data.clone())],
+                );
                 let at = converged_at(&rep, &data, strategy, link, 0, 30);
                 let last = lane_of(rep.blocks[399].decision);
                 let slow = rep.blocks[150..]
@@ -440,7 +468,22 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
         for link in [GBE, TEN_GBE] {
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
             let segs = [Segment::new(150, easy.clone()), Segment::new(250, hard.clone())];
-            let (_, rep) = run(cfg, &SimConfig::new(threads, link), &segs);
+            if strategy != Strategy::Throughput {
+                // With the schedule: the too-slow rung is left as soon, and the write after
+                // the slowdown is not slower than its target.
+                let (_, rep) = run(cfg.clone(), &SimConfig::new(threads, link), &segs);
+                let before = lane_of(rep.blocks[149].decision);
+                let left = (150..400)
+                    .find(|&k| pos(lane_of(rep.blocks[k].decision)) < pos(before))
+                    .unwrap();
+                assert!(left <= 150 + threads + 2, "{strategy}: left at {left}");
+                // From block 200: the blocks in flight at the old rung when the data slowed
+                // down cost the same with or without the schedule (8.9 % of blocks 150..400
+                // at 117 MB/s, where they take 3.3x as long).
+                let t = time_vs_target(&rep, strategy, link, 200);
+                assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+            }
+            let (_, rep) = run(rungs_only(cfg), &SimConfig::new(threads, link), &segs);
             let before = lane_of(rep.blocks[149].decision);
             assert!(
                 !ok(&hard, strategy, link, threads, before),
@@ -487,7 +530,7 @@ fn switches_codec_family_at_the_ends_of_a_range() {
     let link = 3e6;
     let cfg =
         ControllerConfig::new(Strategy::KeepPace, Link::Fixed(link), 1).with_start(spec("zstd:1"));
-    let (_, rep) = run(cfg, &SimConfig::new(1, link), &[Segment::new(150, text())]);
+    let (_, rep) = run(rungs_only(cfg), &SimConfig::new(1, link), &[Segment::new(150, text())]);
     eprintln!("keep-pace at 3 MB/s, 1 thread: {}", names(&rep, 0, 150));
     let last = rep.blocks[149].decision.codec;
     assert_eq!(last.id().name(), "xz", "{}", names(&rep, 0, 150));
@@ -659,7 +702,7 @@ fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
         Segment::new(150, data.clone()).with_hints(vec![Hint::Hot]),
         Segment::new(60, data.clone()),
     ];
-    let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads);
+    let cfg = rungs_only(ControllerConfig::new(Strategy::KeepPace, Link::Fixed(GBE), threads));
     let (ctl, rep) = run(cfg, &SimConfig::new(threads, GBE), &segs);
     eprintln!("keep-pace with a hot range: {}", names(&rep, 140, 360));
     assert!(settled(&data, Strategy::KeepPace, GBE, threads, lane_of(rep.blocks[149].decision)));
@@ -691,24 +734,37 @@ fn hot_and_write_once_hints_switch_the_strategy_for_their_range() {
 fn link_auto_is_measured_from_the_sink() {
     let threads = 8;
     for link in [GBE, TEN_GBE, FDR4] {
-        let mut ctl =
-            Controller::new(ControllerConfig::new(Strategy::KeepPace, Link::Auto, threads));
-        assert_eq!(ctl.status().link, None);
-        let first =
-            ctl.next_block(&BlockContext { raw_offset: 0, raw_len: 1 << 20, hints: &[], class: 0 });
-        assert_eq!((first.codec, first.reason), (spec("zstd:1"), Reason::Start));
-        let sim = SimConfig::new(threads, link).with_jitter(0.2, 7);
-        let rep = sim.run(&mut ctl, &[Segment::new(300, text())]);
-        let est = ctl.status().link.unwrap();
-        eprintln!(
-            "auto link {} MB/s: estimated {:.1} MB/s, ends on {}",
-            link / 1e6,
-            est / 1e6,
-            ctl.status().rung
-        );
-        assert!((est / link - 1.0).abs() < 0.05, "estimated {est} for {link}");
-        let last = lane_of(rep.blocks[299].decision);
-        assert!(ok(&text(), Strategy::KeepPace, link, threads, last), "{last}");
+        for schedule in [true, false] {
+            let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Auto, threads);
+            let cfg = if schedule { cfg } else { rungs_only(cfg) };
+            let mut ctl = Controller::new(cfg);
+            assert_eq!(ctl.status().link, None);
+            let first = ctl.next_block(&BlockContext {
+                raw_offset: 0,
+                raw_len: 1 << 20,
+                hints: &[],
+                class: 0,
+            });
+            assert_eq!((first.codec, first.reason), (spec("zstd:1"), Reason::Start));
+            let sim = SimConfig::new(threads, link).with_jitter(0.2, 7);
+            let rep = sim.run(&mut ctl, &[Segment::new(300, text())]);
+            let est = ctl.status().link.unwrap();
+            eprintln!(
+                "auto link {} MB/s (schedule {schedule}): estimated {:.1} MB/s, ends on {}",
+                link / 1e6,
+                est / 1e6,
+                ctl.status().rung
+            );
+            assert!((est / link - 1.0).abs() < 0.05, "estimated {est} for {link}");
+            if schedule {
+                // Against the link as measured: the controller can only aim at that.
+                let t = time_vs_target(&rep, Strategy::KeepPace, est, 100);
+                assert!((0.95..=1.05).contains(&t), "{link}: {t:.3} of the target time");
+            } else {
+                let last = lane_of(rep.blocks[299].decision);
+                assert!(ok(&text(), Strategy::KeepPace, link, threads, last), "{last}");
+            }
+        }
     }
 }
 
@@ -746,8 +802,21 @@ fn wrong_reference_shape_still_never_stays_too_slow() {
     for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(2.0)] {
         for link in [GBE, TEN_GBE, FDR4] {
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
-            let (_, rep) =
-                run(cfg, &SimConfig::new(threads, link), &[Segment::new(400, data.clone())]);
+            if strategy != Strategy::Throughput {
+                // With the schedule: blocks 100.. take the target's time.
+                let (_, rep) = run(
+                    cfg.clone(),
+                    &SimConfig::new(threads, link),
+                    &[Segment::new(400, data.clone())],
+                );
+                let t = time_vs_target(&rep, strategy, link, 100);
+                assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+            }
+            let (_, rep) = run(
+                rungs_only(cfg),
+                &SimConfig::new(threads, link),
+                &[Segment::new(400, data.clone())],
+            );
             let slow = rep.blocks[100..]
                 .iter()
                 .filter(|b| !ok(&data, strategy, link, threads, lane_of(b.decision)))
@@ -1284,6 +1353,47 @@ fn s2_and_s3_take_the_targets_time_between_rungs() {
             }
         }
     }
+}
+
+/// Real data is not a steady stream: a kernel tar's blocks at one zstd level compress at
+/// 0.6-1.8x their mean speed (and 0.6-4x their mean ratio). Each block alone says little,
+/// and the controller's asymmetry (it leaves a rung that looks too slow at once, but climbs
+/// only on confirmed headroom) spends the noise on the fast side. Before the controller
+/// kept a schedule, these writes finished in 0.72-0.90 of S2's and S3's target time. Over
+/// the whole write, from its first block, they now take their target's time within 5 %
+/// (256 blocks at 117 MB/s, 1024 at 1200 MB/s, as the strategies bench writes).
+#[test]
+fn s2_and_s3_take_the_targets_time_on_noisy_data() {
+    let data = text();
+    let threads = 2;
+    let mut off = Vec::new();
+    for strategy in [Strategy::KeepPace, Strategy::Prolong(1.5)] {
+        for link in [GBE, TEN_GBE] {
+            for seed in [1, 2, 3] {
+                let sim = SimConfig::new(threads, link).with_jitter(0.6, seed);
+                let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+                let blocks = if link < TEN_GBE { 256 } else { 1024 };
+                let (ctl, rep) = run(cfg, &sim, &[Segment::new(blocks, data.clone())]);
+                let want = rep.raw_bytes() as f64 / target(strategy, link, 1.0);
+                let got = rep.time();
+                eprintln!(
+                    "{strategy:<11} {:>5} MB/s seed {seed}: {:.3} s for a target of {:.3} s \
+                     ({:.3}), ratio {:.2}; {}\n    {}",
+                    link / 1e6,
+                    got,
+                    want,
+                    got / want,
+                    rep.ratio(),
+                    ctl.status(),
+                    names(&rep, rep.blocks.len() - 200, rep.blocks.len()),
+                );
+                if !(0.95..=1.05).contains(&(got / want)) {
+                    off.push(format!("{strategy} {link} seed {seed}: {:.3}", got / want));
+                }
+            }
+        }
+    }
+    assert!(off.is_empty(), "time / target time off by more than 5 %: {off:?}");
 }
 
 /// Data that changes kind every four blocks (text, doubles, sparse, text, random: adz-datagen's
