@@ -147,8 +147,12 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "s1,s2,s3=1.5,s1-auto")]
     adaptive: Vec<Adaptive>,
     /// Leave out the external tools (zstd --adapt, zstd -T, lz4, xz).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "external")]
     no_external: bool,
+    /// External tools, comma-separated: zstd-adapt, zstd-1, zstd-3, zstd-9, zstd-19, lz4-1,
+    /// xz-1, xz-6. Default: all of them; --quick: zstd-adapt, zstd-3.
+    #[arg(long, value_delimiter = ',')]
+    external: Vec<String>,
     /// Compression threads (0 = every core); also the external tools' -T.
     #[arg(short = 'T', long, default_value_t = 0)]
     threads: usize,
@@ -235,6 +239,18 @@ fn run_cmd(a: RunArgs) -> Result<()> {
     };
     let externals = if a.no_external {
         vec![]
+    } else if !a.external.is_empty() {
+        let mut v = Vec::new();
+        for key in &a.external {
+            match run::external(key, threads) {
+                Some(e) => v.push(e),
+                None => bail!(
+                    "unknown external tool {key:?}; the harness knows {}",
+                    run::EXTERNAL_KEYS.join(", ")
+                ),
+            }
+        }
+        v
     } else if quick {
         run::quick_externals(threads)
     } else {

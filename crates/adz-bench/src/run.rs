@@ -150,23 +150,34 @@ pub fn quick_statics() -> Vec<CodecSpec> {
         .collect()
 }
 
+/// The external tools the harness knows, by the key `--external` takes, in the full matrix's
+/// order: `zstd --adapt`, zstd at levels 1, 3, 9 and 19, `lz4 -1`, `xz -1` and `xz -6`.
+pub const EXTERNAL_KEYS: [&str; 8] =
+    ["zstd-adapt", "zstd-1", "zstd-3", "zstd-9", "zstd-19", "lz4-1", "xz-1", "xz-6"];
+
+/// The external tool of `key` (one of [`EXTERNAL_KEYS`]) for `threads` threads.
+pub fn external(key: &str, threads: usize) -> Option<External> {
+    let t = format!("-T{threads}");
+    let (tool, level) = key.split_once('-')?;
+    match (tool, level) {
+        ("zstd", "adapt") => Some(External::new(&["zstd", "--adapt", &t, "-c"])),
+        ("zstd", "1" | "3" | "9" | "19") => {
+            Some(External::new(&["zstd", &t, &format!("-{level}"), "-c"]))
+        }
+        ("lz4", "1") => Some(External::new(&["lz4", "-1", "-c"])),
+        ("xz", "1" | "6") => Some(External::new(&["xz", &t, &format!("-{level}"), "-c"])),
+        _ => None,
+    }
+}
+
 /// External tools of the full matrix, for `threads` threads.
 pub fn full_externals(threads: usize) -> Vec<External> {
-    let t = format!("-T{threads}");
-    let mut v = vec![External::new(&["zstd", "--adapt", &t, "-c"])];
-    for l in ["-1", "-3", "-9", "-19"] {
-        v.push(External::new(&["zstd", &t, l, "-c"]));
-    }
-    v.push(External::new(&["lz4", "-1", "-c"]));
-    v.push(External::new(&["xz", &t, "-1", "-c"]));
-    v.push(External::new(&["xz", &t, "-6", "-c"]));
-    v
+    EXTERNAL_KEYS.iter().filter_map(|k| external(k, threads)).collect()
 }
 
 /// External tools of `--quick`.
 pub fn quick_externals(threads: usize) -> Vec<External> {
-    let t = format!("-T{threads}");
-    vec![External::new(&["zstd", "--adapt", &t, "-c"]), External::new(&["zstd", &t, "-3", "-c"])]
+    ["zstd-adapt", "zstd-3"].iter().filter_map(|k| external(k, threads)).collect()
 }
 
 /// The number of rows [`run`] writes for `plan` (externals counted only if available).
@@ -516,6 +527,20 @@ pub const BLOCK_SIZE: u32 = DEFAULT_BLOCK_SIZE;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_external_key_names_a_tool_and_others_none() {
+        let all = full_externals(2);
+        assert_eq!(all.len(), EXTERNAL_KEYS.len());
+        assert_eq!(all[0].name, "zstd --adapt -T2 -c");
+        assert_eq!(external("xz-6", 2).unwrap().name, "xz -T2 -6 -c");
+        assert_eq!(external("zstd-19", 4).unwrap().argv, ["zstd", "-T4", "-19", "-c"]);
+        for bad in ["zstd", "zstd-2", "xz-9", "gzip-1", ""] {
+            assert!(external(bad, 2).is_none(), "{bad}");
+        }
+        let quick: Vec<_> = quick_externals(2).into_iter().map(|e| e.name).collect();
+        assert_eq!(quick, ["zstd --adapt -T2 -c", "zstd -T2 -3 -c"]);
+    }
 
     #[test]
     fn adaptive_names_parse() {
