@@ -1070,7 +1070,7 @@ impl Controller {
     /// sink's clock, not the workers': on two cores the application's reader and the ordered
     /// writer take CPU too, and the workers' own times made S2 15 % late on a kernel tar
     /// through a 117 MB/s link. An application that writes slower than the target makes the
-    /// write look behind, and the aim rises a little (at most 8/7): that costs some ratio, no
+    /// write look behind, and the aim rises a little (at most 4/3): that costs some ratio, no
     /// time.
     fn track_schedule(&mut self, raw: u64, elapsed: f64) {
         let Some(link) = self.link() else { return };
@@ -1078,12 +1078,17 @@ impl Controller {
         if !(self.scheduled() && raw > 0 && t > 0.0 && elapsed.is_finite() && elapsed >= 0.0) {
             return;
         }
-        let k = self.schedule_horizon();
-        let block = self.cfg.block_size as f64 / t;
-        // At most `K` blocks ahead (the aim goes no lower than half the target: a long
-        // stretch ahead is not repaid with a long stretch of slow rungs) and `K/8` behind.
-        self.schedule =
-            (self.schedule + raw as f64 / t - elapsed).clamp(-0.125 * k * block, k * block);
+        let (behind, ahead) = self.schedule_bounds(t);
+        self.schedule = (self.schedule + raw as f64 / t - elapsed).clamp(behind, ahead);
+    }
+
+    /// The schedule's bounds, seconds, for a target of `t` bytes/s: at most `K` blocks' time
+    /// ahead (the aim goes no lower than half the target: a long stretch ahead is not repaid
+    /// with a long stretch of slow rungs) and `K/4` behind (the aim goes no higher than 4/3
+    /// of it).
+    fn schedule_bounds(&self, t: f64) -> (f64, f64) {
+        let horizon = self.schedule_horizon() * self.cfg.block_size as f64 / t;
+        (-0.25 * horizon, horizon)
     }
 
     /// The aggregate compression speed a rung must reach for `strategy`: its target, and for
@@ -1101,8 +1106,8 @@ impl Controller {
     /// with the same noise, S2 and S3 then take 0.98-1.01 of their target time.
     ///
     /// Behind its schedule, a write aims faster than the target, but gently: the schedule
-    /// counts at most `K/8` blocks behind (and `K` ahead), so the aim stays within
-    /// `T/2..8T/7`. The asymmetry already errs on the fast side, a slowdown already sends the
+    /// counts at most `K/4` blocks behind (and `K` ahead), so the aim stays within
+    /// `T/2..4T/3`. The asymmetry already errs on the fast side, a slowdown already sends the
     /// lane to a faster rung at once, and a start far too slow would otherwise send it far
     /// past the rung the measurements point to.
     fn aim(&self, strategy: Strategy, link: f64, ratio: f64) -> f64 {
@@ -1111,9 +1116,8 @@ impl Controller {
             return t;
         }
         let block = self.cfg.block_size as f64 / t;
-        let k = self.schedule_horizon();
-        let ahead = self.schedule.clamp(-0.125 * k * block, k * block);
-        t * block / (block + ahead / k)
+        let (behind, ahead) = self.schedule_bounds(t);
+        t * block / (block + self.schedule.clamp(behind, ahead) / self.schedule_horizon())
     }
 
     fn headroom(&self, strategy: Strategy, link: f64, rung: usize) -> f64 {

@@ -1238,7 +1238,11 @@ fn s2_and_s3_hold_through_wall_time_noise() {
         for seed in [3, 4] {
             let sim = SimConfig::new(threads, link).with_wall_noise(2.5, seed);
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
-            let (ctl, rep) = run(cfg, &sim, &[Segment::new(300, data.clone())]);
+            // With the schedule: blocks 60.. take the target's time.
+            let (_, rep) = run(cfg.clone(), &sim, &[Segment::new(300, data.clone())]);
+            let t = time_vs_target(&rep, strategy, link, 60);
+            assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+            let (ctl, rep) = run(rungs_only(cfg), &sim, &[Segment::new(300, data.clone())]);
             let tail = &rep.blocks[60..];
             // Blocks at a rung clearly (10 %) slower than the target: a rung a few percent
             // short of it is more than 1-2.5x wall-time noise lets anything tell apart in a
