@@ -154,6 +154,36 @@ fn the_budget_is_respected() {
     assert_eq!(pred.sampled_bytes, 3 * 4096, "the sample was cut");
 }
 
+/// S2 and S3 make the write take their target time (raw's, F times raw's) whenever a slower
+/// rung can: the time budget is a share of that, not of the fast start's time, and grows
+/// with the target. The sample cut for the budget is planned from the reference table, so
+/// the bytes sampled do not depend on timing.
+#[test]
+fn the_budget_grows_with_the_target_time() {
+    let data = generate(Kind::Text, 40 << 20, 6);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut sampled = Vec::new();
+    for strategy in [Strategy::Throughput, Strategy::KeepPace, Strategy::Prolong(2.0)] {
+        let cfg = PredictConfig { threads: 2, ..PredictConfig::default() };
+        let pred = Predictor::new(cfg).predict(&sample, strategy, Some(117e6)).unwrap();
+        assert!(pred.compressed_bytes >= 3 * pred.sampled_bytes, "{strategy}: {pred:?}");
+        let raw = pred.time_raw.unwrap();
+        match strategy {
+            // No slower rung reaches past the target at 117 MB/s (xz:9 on 2 threads does
+            // ~11 MB/s): the budget is 2 % of it.
+            Strategy::KeepPace => assert!((pred.budget_seconds / (0.02 * raw) - 1.0).abs() < 1e-9),
+            Strategy::Prolong(f) => {
+                assert!((pred.budget_seconds / (0.02 * f * raw) - 1.0).abs() < 1e-9)
+            }
+            _ => assert!(pred.budget_seconds < 0.02 * raw, "{pred:?}"),
+        }
+        sampled.push(pred.sampled_bytes);
+    }
+    // S1's budget (2 % of a 0.13 s write) cuts the sample most, S3's (2 % of 0.72 s) least.
+    assert!(sampled[0] < sampled[1] && sampled[1] < sampled[2], "{sampled:?}");
+    assert!(sampled[2] <= sample.bytes());
+}
+
 /// The predicted ratio against the ratio of compressing the whole data block by block, on
 /// datagen's kinds, with the default sample (3 slices, 2 % budget). Tolerance: 7 % (Papio's
 /// 3-7 %). The mixed kind (4 MiB segments of four entropy classes in turn) is sampled by class

@@ -34,7 +34,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use adz_codec::{apply_filters, max_compressed_len, CodecContext};
-use adz_control::{reference, Strategy};
+use adz_control::{reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
 
@@ -256,9 +256,25 @@ impl Predictor {
         let share =
             if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
         let cap = self.cfg.max_budget_seconds.max(0.0);
-        let budget_of = |perfs: &[RungPerf]| {
+        // The slowest rung the controller can reach (the standard ladder's last, xz:9), at a
+        // speed level, with a ratio at least as good as `ratio`: how long S2/S3 can make the
+        // write take.
+        let slowest = Ladder::standard().rungs().last().copied().map(reference);
+        let slowest_at = |level: f64, ratio: f64| {
+            slowest.map(|r| RungPerf { speed: r.speed * level, ratio: ratio.max(1.0) })
+        };
+        let budget_of = |perfs: &[RungPerf], level: f64| {
             let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
-            (share * estimate::time_of(&model, perfs, choice, budget_link)).min(cap)
+            let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
+            let t = estimate::write_time(
+                strategy,
+                &model,
+                perfs,
+                choice,
+                budget_link,
+                slowest_at(level, best),
+            );
+            (share * t).min(cap)
         };
         // Before anything is measured, the write's predicted time is the reference table's
         // (at the controller's pessimistic prior speed) for the candidates.
@@ -269,7 +285,7 @@ impl Predictor {
                 RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
             })
             .collect();
-        let mut budget = budget_of(&prior);
+        let mut budget = budget_of(&prior, INITIAL_LEVEL);
         // Looking at the bytes to take the sample (probes, placing slices) is part of the
         // prediction's cost: planned at LOOK_SPEED for the cut (so that the sample compressed
         // does not depend on timing), counted as measured afterwards.
@@ -337,7 +353,7 @@ impl Predictor {
             level_sum += (perf.speed / reference(spec).speed).ln();
             perfs.push(perf);
             rungs.push(estimate_of(spec, perf, bytes));
-            budget = budget_of(&perfs);
+            budget = budget_of(&perfs, level_of(level_sum, perfs.len()));
         }
 
         let (choice, regret) = match link {
