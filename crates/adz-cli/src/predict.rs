@@ -182,7 +182,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
     let check = if a.check {
         let model = WriteModel { bytes: pred.data_bytes, threads, block_size: cfg.block_size };
         let mut out = Vec::new();
-        for r in &pred.rungs {
+        for r in pred.rungs.iter().chain(&pred.extrapolated) {
             let mut src: Box<dyn Read> = match &stdin_data {
                 Some(d) => Box::new(&d[..]),
                 None => input.reader()?,
@@ -321,8 +321,26 @@ fn print_text(
         let names: Vec<String> = p.skipped.iter().map(|s| s.to_string()).collect();
         writeln!(out, "not measured (over the time budget, or not needed): {}", names.join(", "))?;
     }
+    if let Some(e) = &p.extrapolated {
+        writeln!(
+            out,
+            "{:<10} {:>8} {:>14} {:>14} {:>11} {:>8}   extrapolated, not measured",
+            e.spec.to_string(),
+            format!(">={:.3}", e.ratio),
+            mbs(e.speed),
+            mbs(e.aggregate_speed),
+            e.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
+            e.speedup.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}x")),
+        )?;
+    }
     let decision = if p.start == CodecSpec::NONE {
         "raw: compression does not pay".to_owned()
+    } else if p.extrapolated.is_some() {
+        format!(
+            "compress, start at {} (every measured rung is faster than the strategy's target; \
+             the reference table at the measured speed level puts {} at or just under it)",
+            p.start, p.start
+        )
     } else {
         format!("compress, start at {}", p.start)
     };

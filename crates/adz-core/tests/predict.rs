@@ -184,6 +184,53 @@ fn the_budget_grows_with_the_target_time() {
     assert!(sampled[2] <= sample.bytes());
 }
 
+/// S2 on text at a slow link with a budget for only the three cheapest rungs (lz4:1, zstd:-1,
+/// zstd:1, all far faster than the link): the start is extrapolated to the slowest costlier
+/// candidate that the reference table, at the measured speed level, predicts to keep pace,
+/// not the slowest rung measured.
+#[test]
+fn a_slow_link_starts_s2_past_the_rungs_measured() {
+    let data = generate(Kind::Text, 16 << 20, 2);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let cfg = PredictConfig { threads: 2, max_budget_seconds: 0.0, ..PredictConfig::default() };
+    let candidates = cfg.rungs.clone();
+    let link = 25e6;
+    let pred = Predictor::new(cfg).predict(&sample, Strategy::KeepPace, Some(link)).unwrap();
+    let measured: Vec<CodecSpec> = pred.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:1", "zstd:-1", "zstd:1"].map(spec));
+    let start =
+        pred.extrapolated.clone().unwrap_or_else(|| panic!("no extrapolated start: {pred:#?}"));
+    assert_eq!(pred.start, start.spec);
+    assert!(!measured.contains(&pred.start));
+    // Slower than zstd:1: zstd:3 alone would keep pace on 2 threads at 1/30 of the
+    // reference speed.
+    assert!(
+        adz_core::control::reference(pred.start).speed
+            < adz_core::control::reference(spec("zstd:1")).speed,
+        "{pred:?}"
+    );
+    let raw = pred.time_raw.unwrap();
+    assert!(start.time.unwrap() <= raw, "{start:?}");
+    assert_eq!(start.ratio, pred.rungs.iter().map(|r| r.ratio).fold(1.0, f64::max));
+    // At or just faster than the target: the next costlier candidate, at the same speed
+    // level, would not keep pace.
+    let level = start.speed / adz_core::control::reference(start.spec).speed;
+    let model =
+        adz_core::predict::WriteModel { bytes: data.len() as u64, threads: 2, block_size: 1 << 20 };
+    let at = candidates.iter().position(|&c| c == start.spec).unwrap();
+    if let Some(&next) = candidates.get(at + 1) {
+        let guess = adz_core::predict::RungPerf {
+            speed: adz_core::control::reference(next).speed * level,
+            ratio: start.ratio,
+        };
+        assert!(model.time_compressed(guess, link) > raw, "{next} would keep pace too");
+    }
+    // With every rung measured, the start is a measured one (nothing to extrapolate).
+    let mut all = predictor(2, &["lz4:1", "zstd:1", "zstd:3", "zstd:6", "zstd:12", "xz:6"]);
+    let pred = all.predict(&sample, Strategy::KeepPace, Some(link)).unwrap();
+    assert!(pred.extrapolated.is_none() && pred.estimate(pred.start).is_some(), "{pred:?}");
+}
+
 /// The predicted ratio against the ratio of compressing the whole data block by block, on
 /// datagen's kinds, with the default sample (3 slices, 2 % budget). Tolerance: 7 % (Papio's
 /// 3-7 %). The mixed kind (4 MiB segments of four entropy classes in turn) is sampled by class

@@ -185,6 +185,11 @@ pub struct Prediction {
     /// Where the controller should start: a rung, or `none` (raw).
     #[serde(serialize_with = "ser_spec")]
     pub start: CodecSpec,
+    /// The start's estimate when it was not measured (S2/S3, every measured rung faster
+    /// than the target, costlier candidates over the budget): the reference table's speed
+    /// scaled by the measured speed level, the best measured ratio. None: the start was
+    /// measured, or is raw.
+    pub extrapolated: Option<RungEstimate>,
     /// With the link unknown: the start's worst relative regret over [`LINK_GRID`].
     pub regret: Option<f64>,
 }
@@ -323,6 +328,7 @@ impl Predictor {
 
         let mut rungs: Vec<RungEstimate> = Vec::new();
         let mut perfs: Vec<RungPerf> = Vec::new();
+        let mut over_budget: Vec<CodecSpec> = Vec::new();
         let mut level_sum = 0.0f64;
         let mut compressed_bytes = 0u64;
         // The measured speed level: the geometric mean of measured / reference speed (the
@@ -346,6 +352,7 @@ impl Predictor {
             let spent = looked + t0.elapsed().as_secs_f64();
             if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
+                over_budget.push(spec);
                 continue;
             }
             let (perf, bytes) = self.measure(&sample_used, spec)?;
@@ -363,6 +370,27 @@ impl Predictor {
                 (c, Some(r))
             }
         };
+        let mut start = choice.map_or(CodecSpec::NONE, |i| rungs[i].spec);
+        // S2/S3 with every measured rung short of the target and costlier candidates left
+        // out for the budget: start at the candidate predicted to meet the target, by the
+        // reference table scaled by the measured speed level (the controller's own prior),
+        // with the best measured ratio (no better: reference ratios do not carry over to
+        // data unlike the reference's, such as doubles).
+        let mut extrapolated = None;
+        if let (Some(l), Some(_)) = (link, choice) {
+            let level = level_of(level_sum, perfs.len());
+            let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
+            let guesses: Vec<RungPerf> = over_budget
+                .iter()
+                .map(|&c| RungPerf { speed: reference(c).speed * level, ratio: best })
+                .collect();
+            if let Some(i) =
+                estimate::extrapolate_start(strategy, &model, &perfs, &guesses, l, keep)
+            {
+                start = over_budget[i];
+                extrapolated = Some(estimate_of(start, guesses[i], 0));
+            }
+        }
         Ok(Prediction {
             heuristic,
             data_bytes: model.bytes,
@@ -380,7 +408,8 @@ impl Predictor {
             pays: choice.is_some(),
             incompressible: heuristic.class == Compressibility::Random
                 || perfs.iter().all(|p| !estimate::saves(*p, keep)),
-            start: choice.map_or(CodecSpec::NONE, |i| rungs[i].spec),
+            start,
+            extrapolated,
             rungs,
             regret,
         })
