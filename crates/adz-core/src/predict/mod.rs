@@ -491,17 +491,22 @@ impl Predictor {
         spec: CodecSpec,
         acc: &mut Accumulator,
     ) -> Result<()> {
+        // The buffers are sized before the clock starts: the writer's workers reuse theirs,
+        // and growing one (a fresh allocation, zero-filled, faulted in) on the first block of
+        // a rung cost that rung a block's worth of time on fast data.
+        self.out.resize(self.out.len().max(max_compressed_len(spec.id(), block.len())), 0);
+        if !self.cfg.filters.is_empty() {
+            self.filtered.resize(block.len(), 0);
+        }
         let cpu0 = cpu_time::ThreadTime::now();
         let wall0 = Instant::now();
         let src: &[u8] = if self.cfg.filters.is_empty() {
             block
         } else {
-            self.filtered.resize(block.len(), 0);
             apply_filters(&self.cfg.filters, block, &mut self.filtered, &mut self.scratch)
                 .map_err(Error::Predict)?;
             &self.filtered
         };
-        self.out.resize(max_compressed_len(spec.id(), src.len()), 0);
         let n = self.ctx.compress_into(spec, src, &mut self.out).map_err(Error::Predict)?;
         let cpu = cpu0.elapsed().as_secs_f64();
         let wall = wall0.elapsed().as_secs_f64();
