@@ -537,18 +537,8 @@ impl Sample {
     /// The longest slice such that cutting every slice to it leaves at most `bytes` in the
     /// sample (short slices stay whole, the long ones share the rest equally).
     pub fn cut_for(&self, bytes: u64) -> usize {
-        let mut lens: Vec<u64> = self.slices.iter().map(|s| s.1.len() as u64).collect();
-        lens.sort_unstable();
-        let mut left = bytes;
-        let mut n = lens.len() as u64;
-        for l in lens {
-            if l * n > left {
-                return usize::try_from(left / n).unwrap_or(usize::MAX);
-            }
-            left -= l;
-            n -= 1;
-        }
-        usize::MAX
+        let lens: Vec<u64> = self.slices.iter().map(|s| s.1.len() as u64).collect();
+        water_level(&lens, bytes)
     }
 }
 
@@ -564,8 +554,10 @@ impl Sample {
         if self.bytes() <= bytes {
             return self.clone();
         }
-        let mut sample = std::borrow::Cow::Borrowed(self);
         let n = self.slices.len();
+        // The slices kept and the weight each stands for: all of them, unless a stratified
+        // sample has to keep fewer.
+        let mut keep: Vec<(usize, f64)> = (0..n).map(|i| (i, self.weight(i))).collect();
         let stratified = self.classes.len() == n && n > 0;
         if stratified && self.cut_for(bytes) < floor {
             let mut classes: Vec<u8> = self.classes.clone();
@@ -596,22 +588,38 @@ impl Sample {
                 k -= 1;
             }
             let m = counts(k);
-            let mut keep: Vec<(usize, f64)> = Vec::new();
+            keep.clear();
             for (&c, &kc) in classes.iter().zip(&m) {
                 let idx: Vec<usize> = of(c).collect();
                 let w = weight(c) / kc as f64;
                 keep.extend(pick(&idx, kc).into_iter().map(|i| (i, w)));
             }
             keep.sort_unstable_by_key(|k| k.0);
-            sample = std::borrow::Cow::Owned(Sample {
-                slices: keep.iter().map(|&(i, _)| self.slices[i].clone()).collect(),
-                weights: keep.iter().map(|&(_, w)| w).collect(),
-                classes: keep.iter().map(|&(i, _)| self.classes[i]).collect(),
-                ..self.clone()
-            });
         }
-        let cut = sample.cut_for(bytes).max(least);
-        sample.truncated(cut)
+        // Then every kept slice cut to the same length (the longest first), copying only
+        // what is kept.
+        let lens: Vec<u64> = keep.iter().map(|&(i, _)| self.slices[i].1.len() as u64).collect();
+        let cut = water_level(&lens, bytes).max(least).max(1);
+        Sample {
+            slices: keep
+                .iter()
+                .map(|&(i, _)| {
+                    let (off, s) = &self.slices[i];
+                    (*off, s[..s.len().min(cut)].to_vec())
+                })
+                .collect(),
+            data_len: self.data_len,
+            weights: keep.iter().map(|&(_, w)| w).collect(),
+            kinds: self.kinds.clone(),
+            classes: if self.classes.len() == n {
+                keep.iter().map(|&(i, _)| self.classes[i]).collect()
+            } else {
+                Vec::new()
+            },
+            spread: self.spread,
+            look_bytes: self.look_bytes,
+            look_seconds: self.look_seconds,
+        }
     }
 }
 
@@ -631,6 +639,23 @@ fn allocate(n: usize, shares: &[f64], caps: &[usize]) -> Vec<usize> {
         }
     }
     m
+}
+
+/// The longest `cut` such that `sum(min(len, cut))` over `lens` is at most `bytes`
+/// (`usize::MAX`: all fit).
+fn water_level(lens: &[u64], bytes: u64) -> usize {
+    let mut lens = lens.to_vec();
+    lens.sort_unstable();
+    let mut left = bytes;
+    let mut n = lens.len() as u64;
+    for l in lens {
+        if l * n > left {
+            return usize::try_from(left / n).unwrap_or(usize::MAX);
+        }
+        left -= l;
+        n -= 1;
+    }
+    usize::MAX
 }
 
 /// `k` of `idx`, evenly spaced (all if `k >= idx.len()`).
