@@ -235,8 +235,9 @@ fn a_slow_link_starts_s2_past_the_rungs_measured() {
 /// datagen's kinds, with the default sample (3 slices, 2 % budget). Tolerance: 7 % (Papio's
 /// 3-7 %). The mixed kind (4 MiB segments of four entropy classes in turn) is sampled by class
 /// (the probes see four kinds); the old sampling, 3 slices at random places (`probes: 0`),
-/// is printed, not asserted: it misses or hits the random segments (-36 % here). The table is
-/// in docs/benchmarks/2026-11-23-predict/README.md.
+/// is printed, not asserted: it misses or hits the random segments (-36 % here). The table of
+/// the old sampling is in docs/benchmarks/2026-11-23-predict/README.md; 512 MiB inputs, before
+/// and after, in docs/benchmarks/2026-11-23-predict-slices/README.md.
 #[test]
 fn predicted_ratio_is_close_to_the_real_one() {
     let rungs = ["lz4:1", "zstd:1", "zstd:3"];
