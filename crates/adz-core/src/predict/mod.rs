@@ -301,7 +301,8 @@ impl Predictor {
         // The cheapest MIN_RUNGS candidates are always measured: a sample too large for them
         // within the budget, at the controller's pessimistic prior speed, is cut to fit
         // ("sample less" rather than measure less): the longest slices first, each to at
-        // least MIN_SLICE. Costlier rungs are measured only while the budget lasts.
+        // least MIN_SLICE; a stratified sample keeps fewer slices rather than cut them below
+        // its floor (`Sample::fit`). Costlier rungs are measured only while the budget lasts.
         let per_byte: f64 = candidates
             .iter()
             .take(MIN_RUNGS)

@@ -7,15 +7,16 @@
 //! slices in the same bytes are short ones. So the data is first **probed**:
 //! [`SampleConfig::probes`] windows of [`PROBE_LEN`] bytes, one per equal stretch, each given
 //! its entropy class (`adz_control::classify`, the class the writer gives every block; about
-//! 3 us a probe). If the probes see one class, the slices are placed as for data of one kind,
-//! as before. If they see several, the sample is **stratified by class** within the same
-//! bytes: each class gets bytes in proportion to its share of the probes (at least a
-//! minimum slice), in `ceil(slices x share)` slices at evenly spaced probes of that class, each
-//! slice kept within its class's bytes around the probe ([`SampleConfig::place`]). Each slice
-//! carries a weight, the bytes of the write it stands for (its class's share of the write over
-//! the class's slices); the predictor weighs each slice's stored bytes per raw byte and
-//! seconds per raw byte by it, so that a class counts with its share of the write however long
-//! its slices are.
+//! 3 us a probe), an eighth of them first. If those see one class and their entropy hardly
+//! varies ([`ENTROPY_SPREAD`]), the slices are placed as for data of one kind, as before.
+//! Otherwise all probes are looked at and the sample is **stratified by class** within the
+//! same bytes: each class gets bytes in proportion to its share of the probes (at least a
+//! minimum slice) and slices at evenly spaced probes of that class, each slice kept within its
+//! class's bytes around its probe. Each slice carries a weight, the bytes of the write it
+//! stands for (its class's share of the write over the class's slices); the predictor weighs
+//! each slice's stored bytes per raw byte and seconds per raw byte by it, so that a class
+//! counts with its share of the write however long its slices are. How many slices, and how
+//! short they may be cut: [`SampleConfig::strata`].
 
 use std::borrow::Cow;
 use std::io::{Read, Seek, SeekFrom};
@@ -53,8 +54,8 @@ pub const PLACE_WINDOW: usize = 64 << 10;
 /// kinds of data, and data of several kinds gets its slices by kind within the same bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SampleConfig {
-    /// How many slices for data of one kind (at least 1). Data of several kinds gets
-    /// `ceil(slices x share)` per kind: at least one per kind, this many or a few more in all.
+    /// How many slices for data of one kind (at least 1); also for data of several kinds
+    /// each alike within itself (at least one per kind, so perhaps more).
     pub slices: usize,
     /// Each slice's share of the data (Papio: 0.05).
     pub slice_fraction: f64,
@@ -71,19 +72,21 @@ pub struct SampleConfig {
     /// data (entropy classes) and their shares before the slices are placed. Fewer on short
     /// data: the probes read at most the slices' bytes, and at most one per
     /// [`PROBE_SPACING`]. Below 2: no probes, the slices are placed as for data of one kind.
-    /// Default 512: on datagen's `mixed` (4 MiB segments of four classes) 256 probes
-    /// estimate a class's share within about 1.5 points (ratio within 7 %), 512 within 0.8
-    /// (within 3 %).
+    /// Default 512: on datagen's `mixed` (4 MiB segments of four classes) shifted off the
+    /// stretches' grid, the ratio was predicted within 7 % over ten seeds with 256 probes,
+    /// within 3 % with 512.
     pub probes: usize,
-    /// How many slices in all for data of several kinds (at least `slices`, at least one
-    /// per kind), in the bytes of the uniform plan, as long as each is at least
-    /// `context_slice` long. Default 12: on a Linux source tar (text of very different
-    /// redundancy) 3 slices predicted zstd:1's ratio 58 % off, 12 within 15 %.
+    /// How many slices in all for data whose kinds vary within themselves (at least
+    /// `slices`, at least one per kind), in the bytes of the uniform plan, each at least
+    /// `min_slice` long. Default 12: on 256 MiB of a Linux source tar (98 % text, files of
+    /// 2x to 8x) 3 slices predicted zstd:1's ratio up to 56 % off over ten seeds at 1GbE,
+    /// 12 within 18 %.
     pub mixed_slices: usize,
-    /// The shortest slice a sample of several kinds is planned (or later cut) to before it
-    /// has fewer slices: lz4's 64 KiB window, below which a slice compresses markedly worse
-    /// than a block (on datagen's `mixed` at 10GbE, a 0.6 MB sample in 14 slices of 42 KiB
-    /// predicted lz4:1's ratio 5 % low, in 7 of 80 KiB 0.6 %). Default 64 KiB.
+    /// The shortest slice a sample of kinds each alike within itself is planned (or later
+    /// cut) to before it has fewer slices: lz4's 64 KiB window, below which a slice
+    /// compresses markedly worse than a block (on datagen's `mixed` at 10GbE, a 0.6 MB sample
+    /// in 14 slices of 42 KiB predicted lz4:1's ratio 5 % low, in 7 of 80 KiB 0.5 %).
+    /// Default 64 KiB.
     pub context_slice: usize,
 }
 
@@ -277,7 +280,7 @@ impl SampleConfig {
     }
 
     /// Where to read for a planned slice: the slice itself, or for a slice of a class the
-    /// bytes around its probe that [`SampleConfig::place`] chooses from (`len` on either
+    /// bytes around its probe that `SampleConfig::place` chooses from (`len` on either
     /// side).
     fn region(&self, slice: &PlannedSlice, source_len: u64) -> (u64, usize) {
         match slice.class {
@@ -291,7 +294,7 @@ impl SampleConfig {
     }
 
     /// The slice to take from `region` (the bytes at `region_start` that
-    /// [`SampleConfig::region`] named), as `(offset, len)` in the source and the bytes
+    /// `SampleConfig::region` named), as `(offset, len)` in the source and the bytes
     /// classified to find it: the planned slice
     /// if it has no class; else the run of its class around its probe, grown from the probe
     /// a [`PLACE_WINDOW`] at a time while the window is of the class, half the slice on
