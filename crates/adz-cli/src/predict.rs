@@ -17,9 +17,11 @@ use crate::io::Input;
 pub const AFTER_HELP: &str = "\
 Method: a few slices of the input at reproducible random offsets (3 x 5 % of it, at most one \
 block each, all together at most 2 % of it) are compressed with each candidate rung, cheapest \
-first, while the prediction stays within 2 % of the write's predicted time. For each rung: \
-ratio, one thread's speed, and the write time through the link, max(compression, transfer) + \
-one block. Data that looks random is not compressed at all. docs/PREDICTOR.md has the details.
+first, while the prediction stays within 2 % of the write's predicted time. Probes (4 KiB, \
+their entropy class) find the kinds of data first; input of several kinds gets its slices by \
+kind, each standing for its kind's share. For each rung: ratio, one thread's speed, and the \
+write time through the link, max(compression, transfer) + one block. Data that looks random \
+is not compressed at all. docs/PREDICTOR.md has the details.
 
 Examples:
   adz predict data.bin --link 1GbE              does compressing pay on 1 Gbit/s, and where to start
@@ -47,9 +49,17 @@ pub struct PredictArgs {
     /// Candidate rungs, comma-separated (default lz4:1,zstd:-1,zstd:1,zstd:3,zstd:6,zstd:12,xz:6).
     #[arg(long, value_delimiter = ',', value_name = "C:L,...")]
     rungs: Vec<CodecSpec>,
-    /// Slices in the sample.
+    /// Slices in the sample for input of one kind (input of several kinds: about as many,
+    /// at least one per kind).
     #[arg(long, default_value_t = 3, value_name = "N")]
     slices: usize,
+    /// The most probes (4 KiB looks at the entropy class) that find the input's kinds of
+    /// data before the slices are placed; 0: none, slices placed as for one kind.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    probes: usize,
+    /// Slices in all for input of several kinds.
+    #[arg(long, default_value_t = 12, value_name = "N")]
+    mixed_slices: usize,
     /// Share of the predicted write time the prediction may take: the sample is cut so the
     /// three cheapest rungs fit, costlier rungs that would not fit are skipped. Raise it
     /// (e.g. 1) to measure every rung. The sample itself holds at most 2 % of the data.
@@ -136,6 +146,8 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         cfg.rungs = a.rungs.clone();
     }
     cfg.sample.slices = a.slices.max(1);
+    cfg.sample.probes = a.probes;
+    cfg.sample.mixed_slices = a.mixed_slices;
     cfg.sample.seed = a.seed;
     cfg.sample.max_slice = a.block_size as usize;
     // stdin is read into memory (bounded); a file is sampled where it lies.
@@ -170,7 +182,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
     let check = if a.check {
         let model = WriteModel { bytes: pred.data_bytes, threads, block_size: cfg.block_size };
         let mut out = Vec::new();
-        for r in &pred.rungs {
+        for r in pred.rungs.iter().chain(&pred.extrapolated) {
             let mut src: Box<dyn Read> = match &stdin_data {
                 Some(d) => Box::new(&d[..]),
                 None => input.reader()?,
@@ -222,6 +234,17 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `adz_control::classify`'s classes.
+fn class_name(c: u8) -> &'static str {
+    match c {
+        1 => "sparse",
+        2 => "text",
+        3 => "binary",
+        4 => "random",
+        _ => "empty",
+    }
+}
+
 fn mbs(v: f64) -> String {
     if v.is_finite() {
         format!("{:.1} MB/s", v / 1e6)
@@ -249,6 +272,11 @@ fn print_text(
         p.seconds,
         p.budget_seconds
     )?;
+    if p.kinds.len() > 1 {
+        let kinds: Vec<String> =
+            p.kinds.iter().map(|(c, s)| format!("{} {:.0} %", class_name(*c), s * 100.0)).collect();
+        writeln!(out, "kinds:      {} (slices by kind)", kinds.join(", "))?;
+    }
     let verdict = match h.class {
         _ if p.sampled_bytes == 0 => "empty: nothing to look at",
         adz_core::predict::Compressibility::Random => "random-looking: nothing compressed",
@@ -293,8 +321,26 @@ fn print_text(
         let names: Vec<String> = p.skipped.iter().map(|s| s.to_string()).collect();
         writeln!(out, "not measured (over the time budget, or not needed): {}", names.join(", "))?;
     }
+    if let Some(e) = &p.extrapolated {
+        writeln!(
+            out,
+            "{:<10} {:>8} {:>14} {:>14} {:>11} {:>8}   extrapolated, not measured",
+            e.spec.to_string(),
+            format!(">={:.3}", e.ratio),
+            mbs(e.speed),
+            mbs(e.aggregate_speed),
+            e.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
+            e.speedup.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}x")),
+        )?;
+    }
     let decision = if p.start == CodecSpec::NONE {
         "raw: compression does not pay".to_owned()
+    } else if p.extrapolated.is_some() {
+        format!(
+            "compress, start at {} (every measured rung is faster than the strategy's target; \
+             the reference table at the measured speed level puts {} at or just under it)",
+            p.start, p.start
+        )
     } else {
         format!("compress, start at {}", p.start)
     };

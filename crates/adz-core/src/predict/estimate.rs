@@ -132,6 +132,73 @@ pub fn time_of(model: &WriteModel, rungs: &[RungPerf], choice: Option<usize>, li
     }
 }
 
+/// The time S2 and S3 aim the write at: `T_raw` for keep-pace, `F x T_raw` for prolong=F;
+/// None for the other strategies (S1 has no time target, it minimises the time).
+pub fn target_time(strategy: Strategy, model: &WriteModel, link: f64) -> Option<f64> {
+    match strategy {
+        Strategy::KeepPace => Some(model.time_raw(link)),
+        Strategy::Prolong(f) => Some(model.time_raw(link) * f.max(1.0)),
+        _ => None,
+    }
+}
+
+/// The write's predicted time under `strategy` with the option `choice`: its time, and for
+/// S2/S3 at least the target time if a slower rung can take that long, since the controller
+/// moves to slower rungs until the write takes its target time (`slowest`: the slowest rung
+/// it can reach, estimated; the write then takes at least that rung's time if it is below the
+/// target). The prediction's time budget is a share of this: before, S2 on text at 1GbE
+/// reckoned 2 % of its fast start's 0.6 s where the write would take 2.3 s.
+pub fn write_time(
+    strategy: Strategy,
+    model: &WriteModel,
+    rungs: &[RungPerf],
+    choice: Option<usize>,
+    link: f64,
+    slowest: Option<RungPerf>,
+) -> f64 {
+    let t = time_of(model, rungs, choice, link);
+    match target_time(strategy, model, link) {
+        Some(target) => {
+            let reach = slowest.map_or(target, |p| model.time_compressed(p, link).min(target));
+            t.max(reach)
+        }
+        None => t,
+    }
+}
+
+/// For S2/S3 when every measured rung that saves is faster than the target (the start would
+/// be the slowest of them, short of the target): the unmeasured candidate to start at
+/// instead, as an index into `unmeasured` (estimates of candidates not measured: the
+/// reference table's speed scaled by the measured speed level, and a ratio no better than
+/// the best measured). Of the candidates predicted to meet the target, the slowest to
+/// compress: at or just faster than the target, since the controller holds a start until its
+/// first measurement
+/// and a start slower than the target costs time on every block until then, one faster only
+/// ratio. None: not S2/S3, nothing measured saves, a measured rung already misses the target
+/// (the choice among measured rungs stands), or no candidate is predicted to meet it.
+pub fn extrapolate_start(
+    strategy: Strategy,
+    model: &WriteModel,
+    measured: &[RungPerf],
+    unmeasured: &[RungPerf],
+    link: f64,
+    keep_threshold: f64,
+) -> Option<usize> {
+    let target = target_time(strategy, model, link)?;
+    let saving: Vec<&RungPerf> =
+        measured.iter().filter(|p| saves(**p, keep_threshold) && p.speed > 0.0).collect();
+    if saving.is_empty() || saving.iter().any(|p| model.time_compressed(**p, link) > target) {
+        return None;
+    }
+    unmeasured
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| saves(**p, keep_threshold) && p.speed > 0.0)
+        .filter(|(_, p)| model.time_compressed(**p, link) <= target)
+        .min_by(|a, b| a.1.speed.total_cmp(&b.1.speed))
+        .map(|(i, _)| i)
+}
+
 /// Links (bytes/s) the minimax-regret start is checked against when the link is unknown:
 /// from a slow WAN (25 MB/s) to beyond InfiniBand FDR4 (12 GB/s), a factor of ~2 apart.
 pub const LINK_GRID: [f64; 10] =
@@ -292,5 +359,59 @@ mod tests {
         // Incompressible data: raw, no regret.
         let flat = [RungPerf { speed: 2000.0 * MB, ratio: 1.0 }];
         assert_eq!(minimax_regret(Strategy::Throughput, &m, &flat, &LINK_GRID, 0.97), (None, 0.0));
+    }
+
+    #[test]
+    fn s2_and_s3_take_their_target_time() {
+        let m = model(4);
+        let link = 117.0 * MB;
+        let raw = m.time_raw(link);
+        // Every rung far faster than the link: the start's own time is short, but the
+        // controller slows down to the target, so that is the write's time.
+        let fast = [RungPerf { speed: 500.0 * MB, ratio: 3.0 }];
+        let t1 = m.time_compressed(fast[0], link);
+        assert!(t1 < 0.5 * raw);
+        let xz9 = RungPerf { speed: 5.0 * MB, ratio: 3.5 };
+        assert_eq!(write_time(Strategy::Throughput, &m, &fast, Some(0), link, Some(xz9)), t1);
+        assert_eq!(write_time(Strategy::KeepPace, &m, &fast, Some(0), link, Some(xz9)), raw);
+        assert_eq!(target_time(Strategy::Prolong(2.0), &m, link), Some(2.0 * raw));
+        let t3 = write_time(Strategy::Prolong(2.0), &m, &fast, Some(0), link, Some(xz9));
+        assert_eq!(t3, 2.0 * raw);
+        // Unless no rung is that slow (at 10 MB/s even the slowest rung, 4 x 400 MB/s, is
+        // link-bound): then the longer of the start's and the slowest rung's time.
+        let slow_link = 10.0 * MB;
+        let quick = RungPerf { speed: 400.0 * MB, ratio: 2.5 };
+        let t = write_time(Strategy::KeepPace, &m, &fast, Some(0), slow_link, Some(quick));
+        assert_eq!(t, m.time_compressed(quick, slow_link));
+        assert!(t > m.time_compressed(fast[0], slow_link) && t < m.time_raw(slow_link));
+        // Raw chosen (nothing keeps pace): the target, which is raw's time.
+        assert_eq!(write_time(Strategy::KeepPace, &m, &[], None, link, Some(xz9)), raw);
+    }
+
+    #[test]
+    fn the_start_is_extrapolated_to_just_meet_the_target() {
+        let m = model(4);
+        let measured = [
+            RungPerf { speed: 700.0 * MB, ratio: 2.1 },
+            RungPerf { speed: 300.0 * MB, ratio: 2.9 },
+        ];
+        // Guesses for three slower candidates: 4 x 60 = 240, 4 x 20 = 80, 4 x 5 = 20 MB/s.
+        let guesses = [60.0, 20.0, 5.0].map(|s| RungPerf { speed: s * MB, ratio: 2.9 });
+        let s2 = Strategy::KeepPace;
+        // At 117 MB/s: 240 keeps pace, 80 does not.
+        assert_eq!(extrapolate_start(s2, &m, &measured, &guesses, 117.0 * MB, 0.97), Some(0));
+        // At 50 MB/s: 80 keeps pace, 20 does not; S3 at F = 3 allows 16.7 MB/s: 20 does.
+        assert_eq!(extrapolate_start(s2, &m, &measured, &guesses, 50.0 * MB, 0.97), Some(1));
+        let s3 = Strategy::Prolong(3.0);
+        assert_eq!(extrapolate_start(s3, &m, &measured, &guesses, 50.0 * MB, 0.97), Some(2));
+        // A link so fast that a measured rung misses the target: the measured choice stands.
+        assert_eq!(extrapolate_start(s2, &m, &measured, &guesses, 1500.0 * MB, 0.97), None);
+        // S1 has no target; nothing measured saves: nothing to extrapolate from.
+        let s1 = Strategy::Throughput;
+        assert_eq!(extrapolate_start(s1, &m, &measured, &guesses, 50.0 * MB, 0.97), None);
+        let flat = [RungPerf { speed: 700.0 * MB, ratio: 1.0 }];
+        assert_eq!(extrapolate_start(s2, &m, &flat, &guesses, 50.0 * MB, 0.97), None);
+        // No candidate meets it (a link faster than every guess): None.
+        assert_eq!(extrapolate_start(s2, &m, &measured, &guesses[1..], 117.0 * MB, 0.97), None);
     }
 }

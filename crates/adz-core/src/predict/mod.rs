@@ -34,13 +34,16 @@ use std::io::Read;
 use std::time::Instant;
 
 use adz_codec::{apply_filters, max_compressed_len, CodecContext};
-use adz_control::{reference, Strategy};
+use adz_control::{reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
 
 pub use self::estimate::{RungPerf, WriteModel, LINK_GRID};
 pub use self::heuristic::{classify_sample, Compressibility, Heuristic};
-pub use self::sample::{Sample, SampleConfig};
+pub use self::sample::{
+    PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, LOOK_SPEED, PLACE_WINDOW, PROBE_FIRST,
+    PROBE_LEN, PROBE_SPACING,
+};
 use crate::{Error, Result};
 
 /// The link the time budget is reckoned against when the link is unknown: 10GbE.
@@ -149,9 +152,13 @@ pub struct Prediction {
     pub sampled_bytes: u64,
     /// Slices in the sample.
     pub slices: usize,
+    /// The kinds of data the sample's probes found: `(entropy class, share)`; more than one:
+    /// the slices were stratified by kind ([`Sample::kinds`]).
+    pub kinds: Vec<(u8, f64)>,
     /// Bytes compressed during the prediction (sample bytes x rungs measured).
     pub compressed_bytes: u64,
-    /// Wall time the prediction took, seconds.
+    /// Wall time the prediction took, seconds, the sample's look at its bytes included
+    /// ([`Sample::look_seconds`]).
     pub seconds: f64,
     /// The time budget it had, seconds.
     pub budget_seconds: f64,
@@ -178,6 +185,11 @@ pub struct Prediction {
     /// Where the controller should start: a rung, or `none` (raw).
     #[serde(serialize_with = "ser_spec")]
     pub start: CodecSpec,
+    /// The start's estimate when it was not measured (S2/S3, every measured rung faster
+    /// than the target, costlier candidates over the budget): the reference table's speed
+    /// scaled by the measured speed level, the best measured ratio. None: the start was
+    /// measured, or is raw.
+    pub extrapolated: Option<RungEstimate>,
     /// With the link unknown: the start's worst relative regret over [`LINK_GRID`].
     pub regret: Option<f64>,
 }
@@ -249,9 +261,25 @@ impl Predictor {
         let share =
             if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
         let cap = self.cfg.max_budget_seconds.max(0.0);
-        let budget_of = |perfs: &[RungPerf]| {
+        // The slowest rung the controller can reach (the standard ladder's last, xz:9), at a
+        // speed level, with a ratio at least as good as `ratio`: how long S2/S3 can make the
+        // write take.
+        let slowest = Ladder::standard().rungs().last().copied().map(reference);
+        let slowest_at = |level: f64, ratio: f64| {
+            slowest.map(|r| RungPerf { speed: r.speed * level, ratio: ratio.max(1.0) })
+        };
+        let budget_of = |perfs: &[RungPerf], level: f64| {
             let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
-            (share * estimate::time_of(&model, perfs, choice, budget_link)).min(cap)
+            let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
+            let t = estimate::write_time(
+                strategy,
+                &model,
+                perfs,
+                choice,
+                budget_link,
+                slowest_at(level, best),
+            );
+            (share * t).min(cap)
         };
         // Before anything is measured, the write's predicted time is the reference table's
         // (at the controller's pessimistic prior speed) for the candidates.
@@ -262,21 +290,29 @@ impl Predictor {
                 RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
             })
             .collect();
-        let mut budget = budget_of(&prior);
+        let mut budget = budget_of(&prior, INITIAL_LEVEL);
+        // Looking at the bytes to take the sample (probes, placing slices) is part of the
+        // prediction's cost: planned at LOOK_SPEED for the cut (so that the sample compressed
+        // does not depend on timing), counted as measured afterwards.
+        let looked =
+            if sample.look_seconds.is_finite() { sample.look_seconds.max(0.0) } else { 0.0 };
+        let look_planned = sample.look_bytes as f64 / LOOK_SPEED;
         let mut sample_used = std::borrow::Cow::Borrowed(sample);
         // The cheapest MIN_RUNGS candidates are always measured: a sample too large for them
         // within the budget, at the controller's pessimistic prior speed, is cut to fit
-        // ("sample less" rather than measure less). Costlier rungs are measured only while
-        // the budget lasts.
+        // ("sample less" rather than measure less): the longest slices first, each to at
+        // least MIN_SLICE; a stratified sample keeps fewer slices rather than cut them below
+        // its floor (`Sample::fit`). Costlier rungs are measured only while the budget lasts.
         let per_byte: f64 = candidates
             .iter()
             .take(MIN_RUNGS)
             .map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL))
             .sum();
-        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > budget {
-            let n = sample.slices.len().max(1) as f64;
-            let keep = ((budget / per_byte / n) as usize).max(MIN_SLICE);
-            sample_used = std::borrow::Cow::Owned(sample.truncated(keep));
+        let room = (budget - look_planned).max(0.0);
+        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > room {
+            let floor = sample.spread.map_or(MIN_SLICE, |s| self.cfg.sample.strata(s).1);
+            let fit = sample.fit((room / per_byte) as u64, floor, MIN_SLICE);
+            sample_used = std::borrow::Cow::Owned(fit);
         }
         let sampled = sample_used.bytes();
 
@@ -293,68 +329,77 @@ impl Predictor {
 
         let mut rungs: Vec<RungEstimate> = Vec::new();
         let mut perfs: Vec<RungPerf> = Vec::new();
+        let mut over_budget: Vec<CodecSpec> = Vec::new();
         let mut level_sum = 0.0f64;
         let mut compressed_bytes = 0u64;
+        // The measured speed level: the geometric mean of measured / reference speed (the
+        // controller's prior before anything is measured).
+        let level_of =
+            |sum: f64, n: usize| if n == 0 { INITIAL_LEVEL } else { (sum / n as f64).exp() };
+        let estimate_of = |spec: CodecSpec, perf: RungPerf, bytes: u64| RungEstimate {
+            spec,
+            ratio: perf.ratio,
+            speed: perf.speed,
+            aggregate_speed: perf.speed * threads as f64,
+            compress_time: model.time_compress(perf),
+            transfer_time: link.map(|l| model.time_transfer(perf, l)),
+            time: link.map(|l| model.time_compressed(perf, l)),
+            speedup: link.map(|l| model.speedup(perf, l)),
+            bytes,
+        };
         for spec in candidates {
-            let level = if perfs.is_empty() {
-                INITIAL_LEVEL
-            } else {
-                (level_sum / perfs.len() as f64).exp()
-            };
+            let level = level_of(level_sum, perfs.len());
             let cost = sampled as f64 / (reference(spec).speed * level);
-            let spent = t0.elapsed().as_secs_f64();
+            let spent = looked + t0.elapsed().as_secs_f64();
             if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
+                over_budget.push(spec);
                 continue;
             }
             let (perf, bytes) = self.measure(&sample_used, spec)?;
             compressed_bytes += bytes;
             level_sum += (perf.speed / reference(spec).speed).ln();
             perfs.push(perf);
-            rungs.push(RungEstimate {
-                spec,
-                ratio: perf.ratio,
-                speed: perf.speed,
-                aggregate_speed: perf.speed * threads as f64,
-                compress_time: model.time_compress(perf),
-                transfer_time: link.map(|l| model.time_transfer(perf, l)),
-                time: link.map(|l| model.time_compressed(perf, l)),
-                speedup: link.map(|l| model.speedup(perf, l)),
-                bytes,
-            });
-            budget = budget_of(&perfs);
+            rungs.push(estimate_of(spec, perf, bytes));
+            budget = budget_of(&perfs, level_of(level_sum, perfs.len()));
         }
 
         let (choice, regret) = match link {
-            Some(l) => (
-                estimate::choose(
-                    strategy,
-                    &model,
-                    &perfs,
-                    l,
-                    self.cfg.keep_threshold,
-                    self.cfg.margin,
-                ),
-                None,
-            ),
+            Some(l) => (estimate::choose(strategy, &model, &perfs, l, keep, margin), None),
             None => {
-                let (c, r) = estimate::minimax_regret(
-                    strategy,
-                    &model,
-                    &perfs,
-                    &LINK_GRID,
-                    self.cfg.keep_threshold,
-                );
+                let (c, r) = estimate::minimax_regret(strategy, &model, &perfs, &LINK_GRID, keep);
                 (c, Some(r))
             }
         };
+        let mut start = choice.map_or(CodecSpec::NONE, |i| rungs[i].spec);
+        // S2/S3 with every measured rung short of the target and costlier candidates left
+        // out for the budget: start at the candidate predicted to meet the target, by the
+        // reference table scaled by the measured speed level (the controller's own prior),
+        // with the best measured ratio (no better: reference ratios do not carry over to
+        // data unlike the reference's, such as doubles).
+        let mut extrapolated = None;
+        if let (Some(l), Some(_)) = (link, choice) {
+            let level = level_of(level_sum, perfs.len());
+            let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
+            let guesses: Vec<RungPerf> = over_budget
+                .iter()
+                .map(|&c| RungPerf { speed: reference(c).speed * level, ratio: best })
+                .collect();
+            if let Some(i) =
+                estimate::extrapolate_start(strategy, &model, &perfs, &guesses, l, keep)
+            {
+                start = over_budget[i];
+                extrapolated = Some(estimate_of(start, guesses[i], 0));
+            }
+        }
         Ok(Prediction {
             heuristic,
             data_bytes: model.bytes,
             sampled_bytes: sampled,
             slices: sample_used.slices.len(),
+            kinds: sample_used.kinds.clone(),
             compressed_bytes,
-            seconds: t0.elapsed().as_secs_f64(),
+            seconds: looked + t0.elapsed().as_secs_f64(),
             budget_seconds: budget,
             strategy: strategy.to_string(),
             threads,
@@ -364,7 +409,8 @@ impl Predictor {
             pays: choice.is_some(),
             incompressible: heuristic.class == Compressibility::Random
                 || perfs.iter().all(|p| !estimate::saves(*p, keep)),
-            start: choice.map_or(CodecSpec::NONE, |i| rungs[i].spec),
+            start,
+            extrapolated,
             rungs,
             regret,
         })
@@ -372,14 +418,45 @@ impl Predictor {
 
     /// Compress every slice of `sample` with `spec` (as blocks of at most the block size):
     /// the rung's performance and the bytes compressed.
+    ///
+    /// Each slice stands for [`Sample::weight`] bytes of the write: the ratio is the write's
+    /// bytes over the sum of each slice's stored bytes per raw byte times its weight, the
+    /// speed likewise with seconds (equal weights: all raw over all stored). A slice is part
+    /// of a block, so it carries its share of the block's frame header (`56 x len / block`)
+    /// rather than a whole header: a 16 KiB slice of sparse data compresses to about 200
+    /// bytes, and a whole header would halve its ratio.
     pub fn measure(&mut self, sample: &Sample, spec: CodecSpec) -> Result<(RungPerf, u64)> {
-        let mut acc = Accumulator::default();
-        for (_, slice) in &sample.slices {
-            for block in slice.chunks(self.cfg.block_size.clamp(1, usize::MAX as u64) as usize) {
-                self.compress_block(block, spec, &mut acc)?;
+        let bs = self.cfg.block_size.clamp(1, usize::MAX as u64) as usize;
+        let block = bs.min(sample.data_len.clamp(1, usize::MAX as u64) as usize) as f64;
+        let mut total = Accumulator::default();
+        let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
+        for (i, (_, slice)) in sample.slices.iter().enumerate() {
+            let mut acc =
+                Accumulator { header: FRAME_HEADER_LEN as f64 / block, ..Default::default() };
+            for part in slice.chunks(bs) {
+                self.compress_block(part, spec, &mut acc)?;
             }
+            if acc.raw == 0 {
+                continue;
+            }
+            let w = sample.weight(i);
+            weight += w;
+            stored += w * acc.stored / acc.raw as f64;
+            secs += w * acc.secs() / acc.raw as f64;
+            total.raw += acc.raw;
+            total.stored += acc.stored;
+            total.cpu += acc.cpu;
+            total.wall += acc.wall;
         }
-        Ok((acc.perf(), acc.raw))
+        let perf = if weight > 0.0 {
+            RungPerf {
+                speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
+                ratio: if stored > 0.0 { weight / stored } else { 1.0 },
+            }
+        } else {
+            total.perf()
+        };
+        Ok((perf, total.raw))
     }
 
     /// Compress all of `src` block by block with `spec` (one thread): what the rung really
@@ -415,17 +492,22 @@ impl Predictor {
         spec: CodecSpec,
         acc: &mut Accumulator,
     ) -> Result<()> {
+        // The buffers are sized before the clock starts: the writer's workers reuse theirs,
+        // and growing one (a fresh allocation, zero-filled, faulted in) on the first block of
+        // a rung cost that rung a block's worth of time on fast data.
+        self.out.resize(self.out.len().max(max_compressed_len(spec.id(), block.len())), 0);
+        if !self.cfg.filters.is_empty() {
+            self.filtered.resize(block.len(), 0);
+        }
         let cpu0 = cpu_time::ThreadTime::now();
         let wall0 = Instant::now();
         let src: &[u8] = if self.cfg.filters.is_empty() {
             block
         } else {
-            self.filtered.resize(block.len(), 0);
             apply_filters(&self.cfg.filters, block, &mut self.filtered, &mut self.scratch)
                 .map_err(Error::Predict)?;
             &self.filtered
         };
-        self.out.resize(max_compressed_len(spec.id(), src.len()), 0);
         let n = self.ctx.compress_into(spec, src, &mut self.out).map_err(Error::Predict)?;
         let cpu = cpu0.elapsed().as_secs_f64();
         let wall = wall0.elapsed().as_secs_f64();
@@ -438,28 +520,41 @@ impl Predictor {
 #[derive(Default)]
 struct Accumulator {
     raw: u64,
-    stored: u64,
+    stored: f64,
     cpu: f64,
     wall: f64,
+    /// Frame header bytes per raw byte (a sample's slices: its share of a block's header);
+    /// 0: a whole header per block compressed (the whole input, as the writer stores it).
+    header: f64,
 }
 
 impl Accumulator {
     fn add(&mut self, raw: u64, compressed: u64, cpu: f64, wall: f64, keep: f64) {
         // As the writer does: a block that does not save enough is stored raw.
         let kept = compressed as f64 <= raw as f64 * keep && compressed < raw;
+        let header =
+            if self.header > 0.0 { self.header * raw as f64 } else { FRAME_HEADER_LEN as f64 };
         self.raw += raw;
-        self.stored += if kept { compressed } else { raw } + FRAME_HEADER_LEN as u64;
+        self.stored += if kept { compressed } else { raw } as f64 + header;
         self.cpu += cpu;
         self.wall += wall;
     }
 
+    /// CPU time: the machine is shared, and the workers' speed is what the sample's thread
+    /// would get alone. Wall time where the platform has no thread CPU clock.
+    fn secs(&self) -> f64 {
+        if self.cpu > 0.0 {
+            self.cpu
+        } else {
+            self.wall
+        }
+    }
+
     fn perf(&self) -> RungPerf {
-        // CPU time: the machine is shared, and the workers' speed is what the sample's thread
-        // would get alone. Wall time where the platform has no thread CPU clock.
-        let secs = if self.cpu > 0.0 { self.cpu } else { self.wall };
+        let secs = self.secs();
         RungPerf {
             speed: if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
-            ratio: if self.stored > 0 { self.raw as f64 / self.stored as f64 } else { 1.0 },
+            ratio: if self.stored > 0.0 { self.raw as f64 / self.stored } else { 1.0 },
         }
     }
 }
