@@ -117,11 +117,17 @@ fn time_vs_target(rep: &SimReport, strategy: Strategy, link: f64, from: usize) -
     target(strategy, link, 1.0) / rep.throughput_of(from, rep.blocks.len())
 }
 
-/// The rung logic alone: S2's and S3's schedule off, so that on a noiseless stream the lane
-/// holds the slowest rung that meets the target (with the schedule on, a write ahead of it
-/// also visits slower rungs on purpose: see `s2_and_s3_take_the_targets_time_on_noisy_data`).
+/// The rung logic alone: S2's and S3's schedule off (the default), so that on a noiseless
+/// stream the lane holds the slowest rung that meets the target (with the schedule on, a
+/// write ahead of it also visits slower rungs on purpose: see
+/// `s2_and_s3_take_the_targets_time_on_noisy_data`).
 fn rungs_only(cfg: ControllerConfig) -> ControllerConfig {
     cfg.with_schedule(0.0)
+}
+
+/// S2's and S3's schedule on, over 8 blocks plus the pipeline's depth.
+fn scheduled(cfg: ControllerConfig) -> ControllerConfig {
+    cfg.with_schedule(8.0)
 }
 
 /// The rung a decision's lane is at: a blend block (S2/S3, [`Reason::Blend`]) goes to the next
@@ -197,7 +203,7 @@ fn converges_to_each_strategy_target_from_far_above_and_below() {
                 if strategy != Strategy::Throughput {
                     // With the schedule: the write after block 150 takes the target's time.
                     let (_, rep) = run(
-                        cfg.clone(),
+                        scheduled(cfg.clone()),
                         &SimConfig::new(threads, link),
                         &[Segment::new(400, data.clone())],
                     );
@@ -471,7 +477,7 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
             if strategy != Strategy::Throughput {
                 // With the schedule: the too-slow rung is left as soon, and the write after
                 // the slowdown is not slower than its target.
-                let (_, rep) = run(cfg.clone(), &SimConfig::new(threads, link), &segs);
+                let (_, rep) = run(scheduled(cfg.clone()), &SimConfig::new(threads, link), &segs);
                 let before = lane_of(rep.blocks[149].decision);
                 let left = (150..400)
                     .find(|&k| pos(lane_of(rep.blocks[k].decision)) < pos(before))
@@ -736,7 +742,7 @@ fn link_auto_is_measured_from_the_sink() {
     for link in [GBE, TEN_GBE, FDR4] {
         for schedule in [true, false] {
             let cfg = ControllerConfig::new(Strategy::KeepPace, Link::Auto, threads);
-            let cfg = if schedule { cfg } else { rungs_only(cfg) };
+            let cfg = if schedule { scheduled(cfg) } else { rungs_only(cfg) };
             let mut ctl = Controller::new(cfg);
             assert_eq!(ctl.status().link, None);
             let first = ctl.next_block(&BlockContext {
@@ -805,7 +811,7 @@ fn wrong_reference_shape_still_never_stays_too_slow() {
             if strategy != Strategy::Throughput {
                 // With the schedule: blocks 100.. take the target's time.
                 let (_, rep) = run(
-                    cfg.clone(),
+                    scheduled(cfg.clone()),
                     &SimConfig::new(threads, link),
                     &[Segment::new(400, data.clone())],
                 );
@@ -1239,7 +1245,7 @@ fn s2_and_s3_hold_through_wall_time_noise() {
             let sim = SimConfig::new(threads, link).with_wall_noise(2.5, seed);
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
             // With the schedule: blocks 60.. take the target's time.
-            let (_, rep) = run(cfg.clone(), &sim, &[Segment::new(300, data.clone())]);
+            let (_, rep) = run(scheduled(cfg.clone()), &sim, &[Segment::new(300, data.clone())]);
             let t = time_vs_target(&rep, strategy, link, 60);
             assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
             let (ctl, rep) = run(rungs_only(cfg), &sim, &[Segment::new(300, data.clone())]);
@@ -1375,7 +1381,7 @@ fn s2_and_s3_take_the_targets_time_on_noisy_data() {
         for link in [GBE, TEN_GBE] {
             for seed in [1, 2, 3] {
                 let sim = SimConfig::new(threads, link).with_jitter(0.6, seed);
-                let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
+                let cfg = scheduled(ControllerConfig::new(strategy, Link::Fixed(link), threads));
                 let blocks = if link < TEN_GBE { 256 } else { 1024 };
                 let (ctl, rep) = run(cfg, &sim, &[Segment::new(blocks, data.clone())]);
                 let want = rep.raw_bytes() as f64 / target(strategy, link, 1.0);
