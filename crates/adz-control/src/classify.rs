@@ -41,13 +41,23 @@ pub fn classify(block: &[u8]) -> u8 {
             n += WINDOW as u32;
         }
     }
-    let h = entropy(&hist, n);
+    let h = hist_entropy(&hist, f64::from(n));
     1 + BOUNDS.iter().filter(|&&b| h >= b).count() as u8
 }
 
+/// Order-0 entropy of all of `bytes`, bits per byte (0 for none): what [`classify`] buckets,
+/// for callers that look at their own windows (the predictor's probes).
+pub fn entropy(bytes: &[u8]) -> f64 {
+    let mut hist = [0u32; 256];
+    for &b in bytes {
+        hist[b as usize] = hist[b as usize].saturating_add(1);
+    }
+    hist_entropy(&hist, bytes.len() as f64)
+}
+
 /// Order-0 entropy in bits per byte of a histogram of `n` bytes.
-fn entropy(hist: &[u32; 256], n: u32) -> f64 {
-    let n = f64::from(n.max(1));
+fn hist_entropy(hist: &[u32; 256], n: f64) -> f64 {
+    let n = n.max(1.0);
     hist.iter()
         .filter(|&&c| c > 0)
         .map(|&c| {
@@ -60,6 +70,16 @@ fn entropy(hist: &[u32; 256], n: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entropy_of_bytes() {
+        assert_eq!(entropy(&[]), 0.0);
+        assert_eq!(entropy(&[7; 4096]), 0.0);
+        let all: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+        assert!((entropy(&all) - 8.0).abs() < 1e-12);
+        let two: Vec<u8> = [0u8, 1].iter().copied().cycle().take(4096).collect();
+        assert!((entropy(&two) - 1.0).abs() < 1e-12);
+    }
 
     fn splitmix(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);

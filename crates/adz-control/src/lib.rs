@@ -381,7 +381,7 @@ mod strategy;
 pub use adz_format::{CodecSpec, FilterSpec, Filters};
 
 pub use crate::classed::{s1_plan, ClassedController, S1Plan, MAX_CLASSES};
-pub use crate::classify::classify;
+pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,
     SinkMeasurement, Status,

@@ -428,7 +428,7 @@ impl Sample {
             let t = Instant::now();
             let class = classify(&bytes);
             classes[i] = Some(class);
-            entropies.push((class, entropy(&bytes)));
+            entropies.push((class, adz_control::entropy(&bytes)));
             look += t.elapsed().as_secs_f64();
             look_bytes += 2 * bytes.len() as u64;
         }
@@ -704,22 +704,6 @@ fn copy_range(parts: &[&[u8]], off: u64, len: usize) -> Vec<u8> {
         out.extend_from_slice(&p[from..from + take]);
     }
     out
-}
-
-/// Order-0 entropy of `bytes`, bits per byte.
-fn entropy(bytes: &[u8]) -> f64 {
-    let mut hist = [0u32; 256];
-    for &b in bytes {
-        hist[b as usize] += 1;
-    }
-    let n = bytes.len().max(1) as f64;
-    hist.iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = f64::from(c) / n;
-            -p * p.log2()
-        })
-        .sum()
 }
 
 /// The standard deviation of `xs` (0 for fewer than two).
