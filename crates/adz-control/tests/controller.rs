@@ -130,6 +130,22 @@ fn scheduled(cfg: ControllerConfig) -> ControllerConfig {
     cfg.with_schedule(8.0)
 }
 
+/// S2/S3 with the schedule on: write `segments` through a link of `link` bytes/s, check that
+/// blocks `from..` take their target's time within 5 %, and return the report.
+fn on_schedule(
+    cfg: &ControllerConfig,
+    sim: &SimConfig,
+    segments: &[Segment],
+    link: f64,
+    from: usize,
+) -> SimReport {
+    let strategy = cfg.strategy;
+    let (_, rep) = run(scheduled(cfg.clone()), sim, segments);
+    let t = time_vs_target(&rep, strategy, link, from);
+    assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+    rep
+}
+
 /// The rung a decision's lane is at: a blend block (S2/S3, [`Reason::Blend`]) goes to the next
 /// rung on purpose, so that two rungs together take the target's time.
 fn lane_of(d: Decision) -> CodecSpec {
@@ -202,16 +218,8 @@ fn converges_to_each_strategy_target_from_far_above_and_below() {
                     .with_start(spec(start));
                 if strategy != Strategy::Throughput {
                     // With the schedule: the write after block 150 takes the target's time.
-                    let (_, rep) = run(
-                        scheduled(cfg.clone()),
-                        &SimConfig::new(threads, link),
-                        &[Segment::new(400, data.clone())],
-                    );
-                    let t = time_vs_target(&rep, strategy, link, 150);
-                    assert!(
-                        (0.95..=1.05).contains(&t),
-                        "{strategy} {link} from {start}: {t:.3} of the target time"
-                    );
+                    let segs = [Segment::new(400, data.clone())];
+                    on_schedule(&cfg, &SimConfig::new(threads, link), &segs, link, 150);
                 }
                 let (ctl, rep) = run(
                     rungs_only(cfg),
@@ -476,18 +484,15 @@ fn leaves_a_too_slow_rung_within_n_plus_2_blocks_after_a_slowdown() {
             let segs = [Segment::new(150, easy.clone()), Segment::new(250, hard.clone())];
             if strategy != Strategy::Throughput {
                 // With the schedule: the too-slow rung is left as soon, and the write after
-                // the slowdown is not slower than its target.
-                let (_, rep) = run(scheduled(cfg.clone()), &SimConfig::new(threads, link), &segs);
+                // the slowdown takes its target's time. From block 200: the blocks in flight at
+                // the old rung when the data slowed down cost the same with or without the
+                // schedule (8.9 % of blocks 150..400 at 117 MB/s, where they take 3.3x as long).
+                let rep = on_schedule(&cfg, &SimConfig::new(threads, link), &segs, link, 200);
                 let before = lane_of(rep.blocks[149].decision);
                 let left = (150..400)
                     .find(|&k| pos(lane_of(rep.blocks[k].decision)) < pos(before))
                     .unwrap();
                 assert!(left <= 150 + threads + 2, "{strategy}: left at {left}");
-                // From block 200: the blocks in flight at the old rung when the data slowed
-                // down cost the same with or without the schedule (8.9 % of blocks 150..400
-                // at 117 MB/s, where they take 3.3x as long).
-                let t = time_vs_target(&rep, strategy, link, 200);
-                assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
             }
             let (_, rep) = run(rungs_only(cfg), &SimConfig::new(threads, link), &segs);
             let before = lane_of(rep.blocks[149].decision);
@@ -810,13 +815,8 @@ fn wrong_reference_shape_still_never_stays_too_slow() {
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
             if strategy != Strategy::Throughput {
                 // With the schedule: blocks 100.. take the target's time.
-                let (_, rep) = run(
-                    scheduled(cfg.clone()),
-                    &SimConfig::new(threads, link),
-                    &[Segment::new(400, data.clone())],
-                );
-                let t = time_vs_target(&rep, strategy, link, 100);
-                assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+                let segs = [Segment::new(400, data.clone())];
+                on_schedule(&cfg, &SimConfig::new(threads, link), &segs, link, 100);
             }
             let (_, rep) = run(
                 rungs_only(cfg),
@@ -1245,9 +1245,7 @@ fn s2_and_s3_hold_through_wall_time_noise() {
             let sim = SimConfig::new(threads, link).with_wall_noise(2.5, seed);
             let cfg = ControllerConfig::new(strategy, Link::Fixed(link), threads);
             // With the schedule: blocks 60.. take the target's time.
-            let (_, rep) = run(scheduled(cfg.clone()), &sim, &[Segment::new(300, data.clone())]);
-            let t = time_vs_target(&rep, strategy, link, 60);
-            assert!((0.95..=1.05).contains(&t), "{strategy} {link}: {t:.3} of the target time");
+            on_schedule(&cfg, &sim, &[Segment::new(300, data.clone())], link, 60);
             let (ctl, rep) = run(rungs_only(cfg), &sim, &[Segment::new(300, data.clone())]);
             let tail = &rep.blocks[60..];
             // Blocks at a rung clearly (10 %) slower than the target: a rung a few percent
