@@ -1074,10 +1074,10 @@ impl Controller {
     /// passed between the end of the previous write and the end of this one (the sink's wait
     /// for the frame and its write), where the target gives its `raw` bytes `raw / T`. The
     /// sink's clock, not the workers': on two cores the application's reader and the ordered
-    /// writer take CPU too, and the workers' own times made S2 15 % late on a kernel tar
-    /// through a 117 MB/s link. An application that writes slower than the target makes the
-    /// write look behind, and the aim rises a little (at most 4/3): that costs some ratio, no
-    /// time.
+    /// writer take CPU too, and the workers' own times made S2 10 % and S3 14 % late on a
+    /// kernel tar through a 117 MB/s link. An application that writes slower than the target
+    /// makes the write look behind, and the aim rises a little (at most 4/3): that costs some
+    /// ratio, no time.
     fn track_schedule(&mut self, raw: u64, elapsed: f64) {
         let Some(link) = self.link() else { return };
         let t = target(self.cfg.strategy, link, 1.0);
@@ -1363,18 +1363,16 @@ impl Controller {
                 // To the rung predicted to write fastest, once one keeps the link full.
                 self.any_fast_enough(strategy, link, threshold)
                     .then(|| self.s1_pick(link, n).map_or(1, |p| p.0))
-            } else if self.headroom(strategy, link, lane.rung) >= threshold {
-                // The mix's own rung alone is fast enough now: from it, as a climb would. Not
-                // from the ladder's top: a fast rung measured once on a slow stretch keeps a
-                // pessimistic estimate it never gets to correct, and an unbroken run from it
-                // would keep the write in the mix for good.
-                self.last_ok_from(strategy, link, lane.rung, threshold)
-                    .map(|r| r.min(lane.rung + self.cfg.max_climb.max(1)))
             } else {
-                // From the first rung fast enough, for the same reason.
-                (1..n)
-                    .find(|&r| self.headroom(strategy, link, r) >= threshold)
-                    .and_then(|r| self.last_ok_from(strategy, link, r, threshold))
+                // The run of rungs fast enough from the mix's own rung if it is one (as a climb
+                // would), else from the first that is, at most a climb above the mix's rung.
+                // Not from the ladder's top: a fast rung measured once on a slow stretch keeps
+                // a pessimistic estimate it never gets to correct, and an unbroken run from it
+                // would keep the write in the mix for good.
+                let ok = |r: usize| self.headroom(strategy, link, r) >= threshold;
+                let from = if ok(lane.rung) { Some(lane.rung) } else { (1..n).find(|&r| ok(r)) };
+                from.and_then(|r| self.last_ok_from(strategy, link, r, threshold))
+                    .map(|r| r.min(lane.rung + self.cfg.max_climb.max(1)))
             };
             // Leaving the mix spends more effort: only on fresh measurements of the mix rung,
             // unless nothing is compressed to measure (all raw) or nothing was ever measured.
