@@ -53,6 +53,10 @@ pub const BUDGET_LINK: f64 = 1200e6;
 /// reference table's speed. Used to guess what a rung not yet measured will cost.
 const INITIAL_LEVEL: f64 = 0.5;
 
+/// How many ladder steps past the costliest measured rung (the furthest down the ladder) an
+/// S2/S3 start may be extrapolated, along that rung's codec only (see [`Predictor::predict`]).
+pub const EXTRAPOLATE_STEPS: usize = 3;
+
 /// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
 pub const MIN_RUNGS: usize = 3;
 
@@ -329,7 +333,6 @@ impl Predictor {
 
         let mut rungs: Vec<RungEstimate> = Vec::new();
         let mut perfs: Vec<RungPerf> = Vec::new();
-        let mut over_budget: Vec<CodecSpec> = Vec::new();
         let mut level_sum = 0.0f64;
         let mut compressed_bytes = 0u64;
         // The measured speed level: the geometric mean of measured / reference speed (the
@@ -353,7 +356,6 @@ impl Predictor {
             let spent = looked + t0.elapsed().as_secs_f64();
             if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
-                over_budget.push(spec);
                 continue;
             }
             let (perf, bytes) = self.measure(&sample_used, spec)?;
@@ -372,24 +374,49 @@ impl Predictor {
             }
         };
         let mut start = choice.map_or(CodecSpec::NONE, |i| rungs[i].spec);
-        // S2/S3 with every measured rung short of the target and costlier candidates left
-        // out for the budget: start at the candidate predicted to meet the target, by the
-        // reference table scaled by the measured speed level (the controller's own prior),
-        // with the best measured ratio (no better: reference ratios do not carry over to
-        // data unlike the reference's, such as doubles).
+        // S2/S3 with every measured rung short of the target: start at a rung past the
+        // costliest measured one that saves (the furthest down the ladder), predicted to meet the target by the reference
+        // table scaled to that rung's own measured speed, with the best measured ratio (no
+        // better: reference ratios do not carry over to data unlike the reference's, such as
+        // doubles). Only a few steps further along the same codec
+        // ([`EXTRAPOLATE_STEPS`]): the table's shape holds within a codec on nearby levels,
+        // not across codecs or a codec's strategy changes (on float arrays zstd:12 runs at
+        // 0.6 of the table's speed and xz:6 at 0.05 of it; a start at xz:6 cost S3 three
+        // blocks at 0.22 s each before the first measurement corrected it).
         let mut extrapolated = None;
         if let (Some(l), Some(_)) = (link, choice) {
-            let level = level_of(level_sum, perfs.len());
             let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
-            let guesses: Vec<RungPerf> = over_budget
+            let ladder = Ladder::standard();
+            let costliest = rungs
                 .iter()
-                .map(|&c| RungPerf { speed: reference(c).speed * level, ratio: best })
-                .collect();
-            if let Some(i) =
-                estimate::extrapolate_start(strategy, &model, &perfs, &guesses, l, keep)
-            {
-                start = over_budget[i];
-                extrapolated = Some(estimate_of(start, guesses[i], 0));
+                .zip(&perfs)
+                .filter(|(_, p)| estimate::saves(**p, keep) && p.speed > 0.0)
+                .filter_map(|(r, p)| ladder.position(r.spec).map(|i| (i, r, p)))
+                .max_by_key(|&(i, _, _)| i)
+                .map(|(_, r, p)| (r, p));
+            if let Some((from, perf)) = costliest {
+                let level = perf.speed / reference(from.spec).speed;
+                let further: Vec<CodecSpec> = ladder
+                    .position(from.spec)
+                    .map(|i| {
+                        ladder.rungs()[i + 1..]
+                            .iter()
+                            .take(EXTRAPOLATE_STEPS)
+                            .take_while(|c| c.id() == from.spec.id())
+                            .copied()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let guesses: Vec<RungPerf> = further
+                    .iter()
+                    .map(|&c| RungPerf { speed: reference(c).speed * level, ratio: best })
+                    .collect();
+                if let Some(i) =
+                    estimate::extrapolate_start(strategy, &model, &perfs, &guesses, l, keep)
+                {
+                    start = further[i];
+                    extrapolated = Some(estimate_of(start, guesses[i], 0));
+                }
             }
         }
         Ok(Prediction {
