@@ -333,8 +333,9 @@ struct Lane {
     started: bool,
     /// The rung was tried although predicted slightly too slow (never measured before).
     tentative: bool,
-    /// S2/S3: the share of blocks sent to the next rung (see [`Controller::blend_fraction`]).
+    /// S2/S3: the share of blocks sent to rung `blend_to` (see [`Controller::blend_fraction`]).
     blend: f64,
+    blend_to: usize,
     blend_acc: f64,
 }
 
@@ -478,6 +479,19 @@ const MIN_MIX_FRACTION: f64 = 1.0 / 512.0;
 /// S2/S3 blends of two rungs aim this much faster than the target (see
 /// [`Controller::blend_fraction`]): measurement noise then rarely makes the write overrun.
 const BLEND_AIM: f64 = 1.02;
+
+/// S2/S3 spend more effort only where it buys ratio: a climb onto a rung measured on this data,
+/// or a blend with one, needs that rung's ratio above the current one's by this factor
+/// (0.25 %). On float arrays zstd 12..17 store the same bytes to within 0.01 % while
+/// zstd:16 compresses 9x slower than zstd:15; on text consecutive levels that differ at all
+/// differ by 0.4..3 %.
+const MIN_RATIO_GAIN: f64 = 0.0025;
+
+/// Two rungs' ratios, measured on different blocks, are compared only where the data
+/// compresses evenly: while one block's ratio strays from the prediction by more than this
+/// (0.5 %) on average, the reference shape's word stands (text blocks stray by 10 % and more;
+/// float arrays by 0.1 %).
+const RATIO_NOISE_LIMIT: f64 = 0.005;
 
 /// Weight of one sink write in the smoothed share of backlogged writes (about 16 writes).
 const BACKLOG_WEIGHT: f64 = 1.0 / 16.0;
@@ -1042,6 +1056,7 @@ impl Controller {
             started: false,
             tentative: false,
             blend: 0.0,
+            blend_to: 0,
             blend_acc: 0.0,
         };
         // A lane for a hint's strategy starts where the configured lane is: same data.
@@ -1254,33 +1269,52 @@ impl Controller {
         }
     }
 
-    /// S2/S3: the share of blocks to send to rung `cur + 1` when `cur` is faster than the
-    /// target and `cur + 1` slower, so that the blend spends the target's time. Rungs are
-    /// discrete (text at 117 MB/s: zstd:9 takes 0.8 of S2's time, zstd:10 1.1 of it), so
-    /// without a blend S2 and S3 would finish up to a rung's step early, with less ratio than
-    /// their time allows. With `S` the current rung's aggregate speed, `S'` the next one's and
-    /// `T` the target, a share `p` of blocks at the next rung takes `(1-p)/S + p/S'` per raw
-    /// byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The blend aims
-    /// [`BLEND_AIM`] above the target, so that noise does not push the write past its bound.
-    /// Zero when the current rung is already within that of the target, when the next rung is
-    /// fast enough to move to (the climb's business), or past the ladder's end.
-    fn blend_fraction(&self, strategy: Strategy, link: f64, cur: usize) -> f64 {
+    /// S2/S3: the share of blocks to send to a slower rung, and which, when `cur` is faster
+    /// than the target and the partner slower, so that the blend spends the target's time.
+    /// Rungs are discrete (text at 117 MB/s: zstd:9 takes 0.8 of S2's time, zstd:10 1.1 of
+    /// it), so without a blend S2 and S3 would finish up to a rung's step early, with less
+    /// ratio than their time allows. With `S` the current rung's aggregate speed, `S'` the
+    /// partner's and `T` the target, a share `p` of blocks at the partner takes
+    /// `(1-p)/S + p/S'` per raw byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The
+    /// blend aims [`BLEND_AIM`] above the target, so that noise does not push the write past
+    /// its bound.
+    ///
+    /// The partner is the first rung above `cur`, within a climb, that buys ratio over it
+    /// ([`Controller::buys_ratio`]): time spent on a rung that stores the same bytes buys
+    /// nothing (text: zstd:11 and zstd:12 store the same 1 MiB blocks, zstd:13 0.75 % less).
+    /// Zero when the current rung is already within [`BLEND_AIM`] of the target, when the
+    /// partner is fast enough to move to (the climb's business), when no rung within a climb
+    /// buys ratio, or past the ladder's end.
+    fn blend_fraction(&self, strategy: Strategy, link: f64, cur: usize) -> (f64, usize) {
         let now = self.clock;
-        if cur == 0 || cur + 1 >= self.cfg.ladder.len() {
-            return 0.0;
-        }
+        let n = self.cfg.ladder.len();
+        let top = (n - 1).min(cur + self.cfg.max_climb.max(1));
+        let Some(to) = (cur + 1..=top).find(|&r| cur > 0 && self.buys_ratio(cur, r)) else {
+            return (0.0, cur);
+        };
         let t = self.aim(strategy, link, self.model.ratio(cur, now)) * BLEND_AIM;
         let s = self.threads * self.model.speed(cur, now);
-        let s_next = self.threads * self.model.speed(cur + 1, now);
-        if !(t > 0.0 && s > t && s_next < t && s_next > 0.0) {
-            return 0.0;
+        let s_to = self.threads * self.model.speed(to, now);
+        if !(t > 0.0 && s > t && s_to < t && s_to > 0.0) {
+            return (0.0, cur);
         }
-        let p = (1.0 / t - 1.0 / s) / (1.0 / s_next - 1.0 / s);
+        let p = (1.0 / t - 1.0 / s) / (1.0 / s_to - 1.0 / s);
         if p.is_finite() && p >= MIN_MIX_FRACTION {
-            p.min(1.0)
+            (p.min(1.0), to)
         } else {
-            0.0
+            (0.0, cur)
         }
+    }
+
+    /// S2/S3: whether rung `to` may buy ratio over rung `from`: it has not been measured, or
+    /// the data compresses too unevenly to compare measurements taken on different blocks
+    /// ([`RATIO_NOISE_LIMIT`]; the shape's word stands), or its measured ratio beats
+    /// `from`'s by [`MIN_RATIO_GAIN`].
+    fn buys_ratio(&self, from: usize, to: usize) -> bool {
+        let now = self.clock;
+        self.model.confidence(to, now) <= 0.0
+            || self.model.ratio_noise() > RATIO_NOISE_LIMIT
+            || self.model.ratio(to, now) > self.model.ratio(from, now) * (1.0 + MIN_RATIO_GAIN)
     }
 
     fn lane_index(&mut self, strategy: Strategy) -> usize {
@@ -1479,8 +1513,8 @@ impl Controller {
                 let next_ok = |r: usize| self.headroom(strategy, link, r) >= self.min_headroom(r);
                 let first_ok = (cur + 1 < n && next_ok(cur + 1)).then_some(cur + 1);
                 let half = self.last_ok_from(strategy, link, cur + 1, need);
-                if let Some(r) = first_ok.max(half) {
-                    let r = r.min(cur + self.cfg.max_climb.max(1));
+                let climb = first_ok.max(half).map(|r| r.min(cur + self.cfg.max_climb.max(1)));
+                if let Some(r) = climb.filter(|&r| self.buys_ratio(cur, r)) {
                     moved(&mut lane, r, false);
                     lane.tentative = self.headroom(strategy, link, r) < 1.0;
                     reason = Reason::Headroom;
@@ -1488,11 +1522,12 @@ impl Controller {
             }
             // Not on a rung tried on the shape's word until it has been measured (after that
             // the measurements, not the shape, say how much to blend).
-            lane.blend = if lane.rung == cur && !(lane.tentative && lane.fresh == 0) {
-                self.blend_fraction(strategy, link, cur)
-            } else {
-                0.0
-            };
+            (lane.blend, lane.blend_to) =
+                if lane.rung == cur && !(lane.tentative && lane.fresh == 0) {
+                    self.blend_fraction(strategy, link, cur)
+                } else {
+                    (0.0, cur)
+                };
         }
 
         let out = if lane.mixing {
@@ -1512,7 +1547,7 @@ impl Controller {
             lane.blend_acc += lane.blend;
             if lane.blend_acc >= 1.0 - 1e-9 {
                 lane.blend_acc -= 1.0;
-                let next = spec(self, lane.rung + 1);
+                let next = spec(self, lane.blend_to);
                 (next, if reason == Reason::Hold { Reason::Blend } else { reason })
             } else {
                 (spec(self, lane.rung), reason)

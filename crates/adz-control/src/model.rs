@@ -122,6 +122,10 @@ pub(crate) struct Model {
     /// Mean absolute error of the speed prediction within runs (ln scale): the noise of one
     /// measurement.
     noise: f64,
+    /// Mean absolute error of the ratio prediction within runs (ln of the ratio): how unevenly
+    /// the data compresses from block to block, and so how far apart two rungs' ratios
+    /// measured on different blocks must be to tell them apart.
+    ratio_noise: f64,
     rates: Rates,
 }
 
@@ -151,6 +155,7 @@ impl Model {
             raw_ln_speed: None,
             last_rung: None,
             noise: 0.0,
+            ratio_noise: 0.0,
             rates,
         }
     }
@@ -195,6 +200,12 @@ impl Model {
         self.noise
     }
 
+    /// The noise of one ratio measurement: the mean absolute error of the ratio prediction
+    /// within runs of one rung, as a factor on the ratio's logarithm (0 until measured).
+    pub fn ratio_noise(&self) -> f64 {
+        self.ratio_noise
+    }
+
     /// Measured per-thread speed of storing raw (copy, checksum), if measured.
     pub fn raw_speed(&self) -> Option<f64> {
         self.raw_ln_speed.map(f64::exp)
@@ -225,6 +236,12 @@ impl Model {
         let rates = self.rates;
         let rung = s.rung.filter(|&r| r > 0 && r < self.speed_res.len());
         let reference = reference(s.spec);
+        if let Some(r) = rung.filter(|&r| Some(r) == self.last_rung && self.g_seen && !s.reset) {
+            if s.ratio.is_finite() && s.ratio >= 1.0 {
+                let e = (s.ratio.ln() - self.ratio(r, now).ln()).abs();
+                self.ratio_noise += NOISE_RATE * (e - self.ratio_noise);
+            }
+        }
         if let Some(speed) = s.speed.filter(|v| v.is_finite() && *v > 0.0) {
             let x = (speed.ln() - reference.speed.ln()).clamp(-LN_CLAMP, LN_CLAMP);
             let res = rung.map_or(0.0, |r| correction(&self.speed_res, r, now, rates.halflife));
