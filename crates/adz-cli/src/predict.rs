@@ -101,10 +101,12 @@ fn threads(n: usize) -> usize {
 /// first blocks. Nothing to do for stdin or when the writer does not predict.
 pub fn start_from_file(writer: &mut Writer, input: &Input, block_size: u32) -> Result<()> {
     let Input::File { path, len } = input else { return Ok(()) };
+    // Only what the prediction's time budget can use is read (a static write reads nothing).
+    let Some(mut cfg) = writer.sample_config(*len) else { return Ok(()) };
+    cfg.max_slice = block_size as usize;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let cfg =
-        adz_core::predict::SampleConfig { max_slice: block_size as usize, ..Default::default() };
-    let sample = Sample::from_reader(std::io::BufReader::new(f), *len, &cfg)
+    // Unbuffered: every read is a probe's window or a whole slice, after a seek.
+    let sample = Sample::from_reader(f, *len, &cfg)
         .with_context(|| format!("sampling {}", path.display()))?;
     writer.predict_from(&sample);
     Ok(())
@@ -160,19 +162,21 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         }
         Input::File { .. } => None,
     };
-    let sample = match (&input, &stdin_data) {
-        (_, Some(d)) => Sample::from_slice(d, &cfg.sample),
-        (Input::File { path, len }, None) => {
-            let f = std::fs::File::open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            Sample::from_reader(std::io::BufReader::new(f), *len, &cfg.sample)
-                .with_context(|| format!("sampling {}", input.describe()))?
-        }
-        (Input::Stdin | Input::Remote(_), None) => unreachable!("stdin and objects are read above"),
-    };
     let link = match a.link {
         Link::Fixed(l) => Some(l),
         Link::Auto => None,
+    };
+    // The sample a write would take: cut to the prediction's time budget before it is read.
+    let plan = |len: u64| Predictor::new(cfg.clone()).plan_sample(a.strategy, link, len);
+    let sample = match (&input, &stdin_data) {
+        (_, Some(d)) => Sample::from_slice(d, &plan(d.len() as u64)),
+        (Input::File { path, len }, None) => {
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            Sample::from_reader(f, *len, &plan(*len))
+                .with_context(|| format!("sampling {}", input.describe()))?
+        }
+        (Input::Stdin | Input::Remote(_), None) => unreachable!("stdin and objects are read above"),
     };
     let mut predictor = Predictor::new(cfg.clone());
     let pred = predictor

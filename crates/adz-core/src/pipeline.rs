@@ -32,7 +32,7 @@ use adz_store::{Storage, Upload};
 use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
 use serde::Serialize;
 
-use crate::predict::{PredictConfig, Prediction, Predictor, Sample};
+use crate::predict::{PredictConfig, Prediction, Predictor, Sample, SampleConfig};
 use crate::{Error, FrameEncoder, Result, DEFAULT_BLOCK_SIZE};
 
 /// How a [`Writer`] works.
@@ -568,6 +568,25 @@ impl Writer {
         self.prediction()
     }
 
+    /// Whether [`predict_from`](Writer::predict_from) would use a sample: the writer
+    /// predicts (not `Predict::Off`, not a static strategy) and has not yet. A caller that
+    /// would read the sample for nothing (a static write reading its input twice) asks first.
+    pub fn wants_prediction(&self) -> bool {
+        matches!(self.predict, PredictState::Holding(_))
+    }
+
+    /// The sample to take of a `len`-byte input for [`predict_from`](Writer::predict_from):
+    /// the writer's sample configuration cut to its prediction's time budget
+    /// ([`Predictor::plan_sample`]). None if the writer does not want a prediction.
+    pub fn sample_config(&self, len: u64) -> Option<SampleConfig> {
+        match &self.predict {
+            PredictState::Holding(h) => {
+                Some(Predictor::new(h.cfg.clone()).plan_sample(self.strategy, h.link, len))
+            }
+            _ => None,
+        }
+    }
+
     /// The prediction the writer started from, once made.
     pub fn prediction(&self) -> Option<&Prediction> {
         match &self.predict {
@@ -594,7 +613,9 @@ impl Writer {
             None => {
                 let parts: Vec<&[u8]> = held.iter().map(|j| j.data.bytes()).collect();
                 let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
-                own = Sample::from_parts(&parts, size_hint.unwrap_or(len).max(len), &cfg.sample);
+                let data_len = size_hint.unwrap_or(len).max(len);
+                let plan = Predictor::new(cfg.clone()).plan_sample(self.strategy, link, data_len);
+                own = Sample::from_parts(&parts, data_len, &plan);
                 &own
             }
         };

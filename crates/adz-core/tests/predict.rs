@@ -513,3 +513,63 @@ mod writer {
         }
     }
 }
+
+/// A `Read + Seek` that counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: std::io::Seek> std::io::Seek for Counting<R> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// The sample is cut to the time budget before it is read: through a 6000 MB/s link a
+/// 256 MiB write's budget is under 1 ms, and taking the default sample (512 probes and
+/// 3 MiB of slices) cost 3.5-8 ms of it. Through 117 MB/s nearly all the default sample stands.
+#[test]
+fn the_sample_is_planned_to_the_budget_before_it_is_read() {
+    let len: u64 = 256 << 20;
+    let p = Predictor::new(PredictConfig { threads: 2, ..PredictConfig::default() });
+    let bytes = |c: &SampleConfig| c.plan(len, len).iter().map(|&(_, n)| n as u64).sum::<u64>();
+    let fast = p.plan_sample(Strategy::Throughput, Some(6000e6), len);
+    let mid = p.plan_sample(Strategy::Throughput, Some(1200e6), len);
+    let slow = p.plan_sample(Strategy::KeepPace, Some(117e6), len);
+    let default = SampleConfig::default();
+    eprintln!(
+        "planned bytes: 6000 MB/s {}, 1200 MB/s {}, 117 MB/s S2 {}, default {}",
+        bytes(&fast),
+        bytes(&mid),
+        bytes(&slow),
+        bytes(&default)
+    );
+    assert!(bytes(&fast) < bytes(&mid) && bytes(&mid) < bytes(&slow), "shrinks with the budget");
+    assert!(bytes(&fast) <= 128 << 10, "{}", bytes(&fast));
+    // A third of a 0.9 ms budget at 6.5 us a probe.
+    assert!(fast.probes < 64 && fast.probe_plan(len, len).len() <= fast.probes, "{fast:?}");
+    assert!(bytes(&slow) * 10 >= bytes(&default) * 9, "a slow link keeps most of the sample");
+    assert_eq!(slow.probe_plan(len, len).len(), default.probes);
+    // What taking the fast sample reads: its slices and probes, not the default's.
+    let data = generate(Kind::Text, 8 << 20, 5);
+    let mut big = Vec::with_capacity(len as usize);
+    while (big.len() as u64) < len {
+        big.extend_from_slice(&data);
+    }
+    let mut src = Counting { inner: std::io::Cursor::new(&big[..]), read: 0 };
+    let sample = Sample::from_reader(&mut src, len, &fast).unwrap();
+    assert!(src.read <= 256 << 10, "read {} bytes", src.read);
+    assert!(sample.bytes() > 0 && sample.bytes() <= bytes(&fast) + (64 << 10));
+    // Unknown link: the budget is reckoned at 10GbE.
+    let unknown = p.plan_sample(Strategy::Throughput, None, len);
+    assert_eq!(bytes(&unknown), bytes(&mid));
+}

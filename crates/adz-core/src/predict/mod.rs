@@ -63,6 +63,24 @@ pub const MIN_RUNGS: usize = 3;
 /// The shortest a slice is cut to for the time budget.
 const MIN_SLICE: usize = 4096;
 
+/// What taking one byte of a slice costs besides compressing it, for
+/// [`Predictor::plan_sample`]: reading it (into fresh pages: 3 MiB of slices in about 3 ms on
+/// the 2-vCPU machine of the benchmarks) and classifying it at [`LOOK_SPEED`].
+const TAKE_SECONDS_PER_BYTE: f64 = 2e-9;
+
+/// What one probe costs: a seek, a read of [`PROBE_LEN`] bytes and a classification (448
+/// probes of a 256 MiB file took about 3 ms on the machine of the benchmarks).
+const PROBE_SECONDS: f64 = 6.5e-6;
+
+/// The share of a prediction's time budget [`Predictor::plan_sample`] gives the probes.
+const PROBE_SHARE: f64 = 1.0 / 3.0;
+
+/// Seconds per byte of sample to measure the [`MIN_RUNGS`] cheapest of `candidates` (fastest
+/// first) at the controller's prior speed.
+fn cheapest_per_byte(candidates: &[CodecSpec]) -> f64 {
+    candidates.iter().take(MIN_RUNGS).map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL)).sum()
+}
+
 /// How a [`Predictor`] works.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PredictConfig {
@@ -238,6 +256,94 @@ impl Predictor {
         &self.cfg
     }
 
+    /// The sample to take for a write of `len` bytes under `strategy` through `link`: the
+    /// configured one, with no more probes than a third of the time budget pays for, and its
+    /// slices' bytes cut to what the rest can read, look at and compress (with the
+    /// [`MIN_RUNGS`] cheapest candidates at the controller's prior speed).
+    /// [`predict`](Predictor::predict) cuts a sample to its budget too, but only after it has
+    /// been taken: on a fast link (256 MiB through 6000 MB/s, a 0.9 ms budget) taking the
+    /// default sample (512 probes and 3 MiB of slices) cost 3.5-8 ms, a tenth of the write,
+    /// and then 36 KiB of it were compressed.
+    pub fn plan_sample(&self, strategy: Strategy, link: Option<f64>, len: u64) -> SampleConfig {
+        let mut cfg = self.cfg.sample.clone();
+        if len == 0 {
+            return cfg;
+        }
+        let model = WriteModel {
+            bytes: len,
+            threads: self.cfg.threads.max(1),
+            block_size: self.cfg.block_size.max(1),
+        };
+        let link = link.filter(|l| l.is_finite() && *l > 0.0);
+        let candidates = self.candidates();
+        let budget =
+            self.budget_for(strategy, &model, link, &self.prior(&candidates), INITIAL_LEVEL);
+        if !(budget.is_finite() && budget >= 0.0) {
+            return cfg;
+        }
+        // Up to a third of the budget for the probes (all of them are looked at only on data
+        // of several kinds), the rest for reading, looking at and compressing the slices.
+        let probe_time = (budget * PROBE_SHARE).min(cfg.probes as f64 * PROBE_SECONDS);
+        cfg.probes = cfg.probes.min((probe_time / PROBE_SECONDS) as usize);
+        let per_byte = cheapest_per_byte(&candidates) + TAKE_SECONDS_PER_BYTE;
+        let share = (budget - probe_time) / per_byte / len as f64;
+        if share.is_finite() {
+            cfg.budget = cfg.budget.min(share.max(0.0));
+        }
+        cfg
+    }
+
+    /// The candidate rungs, fastest first by the reference table, without raw.
+    fn candidates(&self) -> Vec<CodecSpec> {
+        let mut candidates = self.cfg.rungs.clone();
+        candidates.retain(|c| c.id() != CodecId::None);
+        candidates.sort_by(|a, b| reference(*b).speed.total_cmp(&reference(*a).speed));
+        candidates.dedup();
+        candidates
+    }
+
+    /// Before anything is measured, the candidates' performance is the reference table's at
+    /// the controller's pessimistic prior speed.
+    fn prior(&self, candidates: &[CodecSpec]) -> Vec<RungPerf> {
+        candidates
+            .iter()
+            .map(|c| {
+                let r = reference(*c);
+                RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
+            })
+            .collect()
+    }
+
+    /// The time budget for predicting a write, given the rungs' performance so far
+    /// (`perfs`) at a speed `level`: `time_budget` of the write's predicted time (for S2/S3
+    /// at least their target time, or the time of the slowest rung the controller can reach,
+    /// xz:9 at that level, with a ratio at least the best so far, if that is shorter), at most
+    /// `max_budget_seconds`. An unknown link is reckoned as [`BUDGET_LINK`].
+    fn budget_for(
+        &self,
+        strategy: Strategy,
+        model: &WriteModel,
+        link: Option<f64>,
+        perfs: &[RungPerf],
+        level: f64,
+    ) -> f64 {
+        let link = link.unwrap_or(BUDGET_LINK);
+        let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
+        let share =
+            if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
+        let cap = self.cfg.max_budget_seconds.max(0.0);
+        let choice = estimate::choose(strategy, model, perfs, link, keep, margin);
+        let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
+        let slowest = Ladder::standard()
+            .rungs()
+            .last()
+            .copied()
+            .map(reference)
+            .map(|r| RungPerf { speed: r.speed * level, ratio: best.max(1.0) });
+        let t = estimate::write_time(strategy, model, perfs, choice, link, slowest);
+        (share * t).min(cap)
+    }
+
     /// Predict the write `sample` stands for (`sample.data_len` bytes) under `strategy`,
     /// through a link of `link` bytes/s (None: unknown; the start is then the minimax-regret
     /// choice over [`LINK_GRID`]).
@@ -255,46 +361,11 @@ impl Predictor {
             threads,
             block_size: self.cfg.block_size.max(1),
         };
-        let mut candidates = self.cfg.rungs.clone();
-        candidates.retain(|c| c.id() != CodecId::None);
-        candidates.sort_by(|a, b| reference(*b).speed.total_cmp(&reference(*a).speed));
-        candidates.dedup();
+        let mut candidates = self.candidates();
 
-        let budget_link = link.unwrap_or(BUDGET_LINK);
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
-        let share =
-            if self.cfg.time_budget.is_finite() { self.cfg.time_budget.max(0.0) } else { 0.0 };
-        let cap = self.cfg.max_budget_seconds.max(0.0);
-        // The slowest rung the controller can reach (the standard ladder's last, xz:9), at a
-        // speed level, with a ratio at least as good as `ratio`: how long S2/S3 can make the
-        // write take.
-        let slowest = Ladder::standard().rungs().last().copied().map(reference);
-        let slowest_at = |level: f64, ratio: f64| {
-            slowest.map(|r| RungPerf { speed: r.speed * level, ratio: ratio.max(1.0) })
-        };
-        let budget_of = |perfs: &[RungPerf], level: f64| {
-            let choice = estimate::choose(strategy, &model, perfs, budget_link, keep, margin);
-            let best = perfs.iter().map(|p| p.ratio).fold(1.0, f64::max);
-            let t = estimate::write_time(
-                strategy,
-                &model,
-                perfs,
-                choice,
-                budget_link,
-                slowest_at(level, best),
-            );
-            (share * t).min(cap)
-        };
-        // Before anything is measured, the write's predicted time is the reference table's
-        // (at the controller's pessimistic prior speed) for the candidates.
-        let prior: Vec<RungPerf> = candidates
-            .iter()
-            .map(|c| {
-                let r = reference(*c);
-                RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
-            })
-            .collect();
-        let mut budget = budget_of(&prior, INITIAL_LEVEL);
+        let mut budget =
+            self.budget_for(strategy, &model, link, &self.prior(&candidates), INITIAL_LEVEL);
         // Looking at the bytes to take the sample (probes, placing slices) is part of the
         // prediction's cost: planned at LOOK_SPEED for the cut (so that the sample compressed
         // does not depend on timing), counted as measured afterwards.
@@ -307,11 +378,7 @@ impl Predictor {
         // ("sample less" rather than measure less): the longest slices first, each to at
         // least MIN_SLICE; a stratified sample keeps fewer slices rather than cut them below
         // its floor (`Sample::fit`). Costlier rungs are measured only while the budget lasts.
-        let per_byte: f64 = candidates
-            .iter()
-            .take(MIN_RUNGS)
-            .map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL))
-            .sum();
+        let per_byte = cheapest_per_byte(&candidates);
         let room = (budget - look_planned).max(0.0);
         if per_byte > 0.0 && sample.bytes() as f64 * per_byte > room {
             let floor = sample.spread.map_or(MIN_SLICE, |s| self.cfg.sample.strata(s).1);
@@ -363,7 +430,8 @@ impl Predictor {
             level_sum += (perf.speed / reference(spec).speed).ln();
             perfs.push(perf);
             rungs.push(estimate_of(spec, perf, bytes));
-            budget = budget_of(&perfs, level_of(level_sum, perfs.len()));
+            budget =
+                self.budget_for(strategy, &model, link, &perfs, level_of(level_sum, perfs.len()));
         }
 
         let (choice, regret) = match link {

@@ -66,11 +66,16 @@ pub struct SampleConfig {
     pub min_slice: usize,
     /// All slices together are at most this share of the data, plus one `min_slice`.
     pub budget: f64,
+    /// The probes read at most the bytes of a uniform plan with this `budget` (default: the
+    /// same 2 %). Separate from `budget` so that a sample cut to a time budget
+    /// ([`Predictor::plan_sample`](crate::predict::Predictor::plan_sample)) can keep its
+    /// probes, whose count it bounds through [`SampleConfig::probes`].
+    pub probe_budget: f64,
     /// Seed of the slices' and probes' offsets: the same seed and data give the same sample.
     pub seed: u64,
     /// The most probes of [`PROBE_LEN`] bytes spread over the data to find its kinds of
     /// data (entropy classes) and their shares before the slices are placed. Fewer on short
-    /// data: the probes read at most the slices' bytes, and at most one per
+    /// data: the probes read at most the slices' bytes (see `probe_budget`), and at most one per
     /// [`PROBE_SPACING`]. Below 2: no probes, the slices are placed as for data of one kind.
     /// Default 512: on datagen's `mixed` (4 MiB segments of four classes) shifted off the
     /// stretches' grid, the ratio was predicted within 7 % over ten seeds with 256 probes,
@@ -98,6 +103,7 @@ impl Default for SampleConfig {
             max_slice: 1 << 20,
             min_slice: 16 << 10,
             budget: 0.02,
+            probe_budget: 0.02,
             seed: 0,
             probes: 512,
             mixed_slices: 12,
@@ -166,7 +172,8 @@ impl SampleConfig {
     /// it. At most [`SampleConfig::probes`], at most the uniform plan's bytes, at most one per
     /// [`PROBE_SPACING`] of the source; empty if fewer than two.
     pub fn probe_plan(&self, source_len: u64, data_len: u64) -> Vec<u64> {
-        let total: u64 = self.plan(source_len, data_len).iter().map(|p| p.1 as u64).sum();
+        let uniform = SampleConfig { budget: self.probe_budget, ..self.clone() };
+        let total: u64 = uniform.plan(source_len, data_len).iter().map(|p| p.1 as u64).sum();
         let n = (self.probes as u64)
             .min(total / PROBE_LEN as u64)
             .min(source_len / PROBE_SPACING.max(PROBE_LEN as u64));
