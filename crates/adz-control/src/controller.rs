@@ -178,8 +178,9 @@ pub enum Reason {
     Blend,
     /// A `no-compress` hint covers the block.
     HintNoCompress,
-    /// S1: a faster rung writes as fast and its ratio is as good (within
-    /// 1 %): moved to it, the slower rung bought nothing.
+    /// S1: a faster rung writes as fast and its ratio is as good (within 1 %); S2/S3: a
+    /// faster rung that meets the target stores as much (within 0.25 %, both measured on data
+    /// that compresses evenly). Moved to it: the slower rung bought nothing.
     SameRatio,
 }
 
@@ -1500,6 +1501,21 @@ impl Controller {
                     }
                 }
                 reason = Reason::TooSlow;
+            } else if let Some(r) = (lane.fresh >= self.cfg.confirm)
+                .then(|| {
+                    (1..cur).find(|&r| {
+                        self.model.confidence(r, self.clock) > 0.0
+                            && !self.buys_ratio(r, cur)
+                            && self.headroom(strategy, link, r) >= 1.0
+                    })
+                })
+                .flatten()
+            {
+                // The current rung buys no ratio over a faster one, both measured on data that
+                // compresses evenly: the same bytes for less CPU (float arrays: zstd:1 stores
+                // what zstd:14 does, at 7x the speed). As S1 does (`Reason::SameRatio`).
+                moved(&mut lane, r, false);
+                reason = Reason::SameRatio;
             } else if h >= threshold && lane.streak >= self.cfg.confirm {
                 // Spend more effort conservatively: at least to the next rung predicted to
                 // meet the target, at most half the remaining distance (log scale).
@@ -1513,8 +1529,20 @@ impl Controller {
                 let next_ok = |r: usize| self.headroom(strategy, link, r) >= self.min_headroom(r);
                 let first_ok = (cur + 1 < n && next_ok(cur + 1)).then_some(cur + 1);
                 let half = self.last_ok_from(strategy, link, cur + 1, need);
-                let climb = first_ok.max(half).map(|r| r.min(cur + self.cfg.max_climb.max(1)));
-                if let Some(r) = climb.filter(|&r| self.buys_ratio(cur, r)) {
+                let top = (n - 1).min(cur + self.cfg.max_climb.max(1));
+                let climb = first_ok.max(half).map(|r| r.min(top)).and_then(|r| {
+                    if self.buys_ratio(cur, r) {
+                        return Some(r);
+                    }
+                    // It stores what the current rung does: on to the next rung that buys
+                    // ratio, as long as the run is predicted fast enough. A rung never measured
+                    // counts as buying, so this passes only measured rungs (their speeds are
+                    // known) and steps at most one rung into the unknown: past a run of ties
+                    // (the reference shape has zstd:21, zstd:22 and xz:0..3 at about one
+                    // ratio) the climb may go further than `max_climb`.
+                    (r + 1..n).take_while(|&k| next_ok(k)).find(|&k| self.buys_ratio(cur, k))
+                });
+                if let Some(r) = climb {
                     moved(&mut lane, r, false);
                     lane.tentative = self.headroom(strategy, link, r) < 1.0;
                     reason = Reason::Headroom;

@@ -224,7 +224,11 @@
 //!   0.74-0.76, S3 finishing early because nothing in its time buys ratio). Two rungs' ratios
 //!   are measured on different blocks, so they are compared only where one block's ratio
 //!   strays from the model's by less than 0.5 % on average (floats: 0.1 %); on text (10 %
-//!   and more) the reference shape's word stands, as before.
+//!   and more) the reference shape's word stands, as before. A climb whose target stores
+//!   what the current rung does goes on past such measured ties to the next rung that buys
+//!   ratio (or has not been measured), if the run is predicted fast enough. And a rung that
+//!   buys nothing over a faster measured one that meets the target is left for it
+//!   ([`Reason::SameRatio`], as in S1): the same bytes for less CPU.
 //!
 //! ## Fast links: the raw rung and the raw/compressed mix
 //!

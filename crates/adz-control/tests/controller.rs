@@ -1962,9 +1962,9 @@ fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
 /// reference shape says; only xz saves more. S2 and S3 at 1GbE must not spend their time on
 /// rungs that buy no ratio: on the real pipeline each block there stalled the ordered writer
 /// and the link for a block's time (S2 took 1.11 of its target time, S3 1.24). After the
-/// first measurements the lane neither climbs past zstd:15 nor blends with a rung that
-/// stores the same bytes, and neither write runs over its target time. (S3 finishes early:
-/// nothing in its time buys ratio.)
+/// first measurements the lane neither blends with nor holds a rung that stores what a faster
+/// one does (it goes back down, `Reason::SameRatio`), and neither write runs over its target
+/// time. (S3 finishes early: nothing in its time buys ratio.)
 #[test]
 fn s2_and_s3_spend_no_time_on_rungs_that_buy_no_ratio() {
     let l = Ladder::standard();
@@ -2006,16 +2006,17 @@ fn s2_and_s3_spend_no_time_on_rungs_that_buy_no_ratio() {
                 ctl.status(),
                 names(&rep, 0, rep.blocks.len()),
             );
-            // One try of the cliff (a block per worker) while nothing is measured there, then
-            // none.
+            // At most one try of the cliff (a block per worker) while nothing is measured
+            // there.
             assert!(past.len() <= 2 * threads, "{strategy} seed {seed}: {past:?}");
-            assert!(past.iter().all(|&k| k < 100), "{strategy} seed {seed}: {past:?}");
             assert!(got / want <= 1.03, "{strategy} seed {seed}: {:.3}", got / want);
-            // No blend: no two rungs differ in ratio, so after the first measurements every
-            // block goes to one rung.
-            let settled: std::collections::BTreeSet<String> =
-                rep.blocks[64..].iter().map(|b| b.decision.codec.to_string()).collect();
-            assert_eq!(settled.len(), 1, "{strategy} seed {seed}: {}", names(&rep, 64, 256));
+            // No blend, and no rung held that stores what a faster one does: after the first
+            // measurements nearly every block goes to the one rung the write ends on (a few
+            // climbs try rungs not yet measured, and come back).
+            let last = rep.blocks[255].decision.codec;
+            let off = rep.blocks[64..].iter().filter(|b| b.decision.codec != last).count();
+            assert!(off <= 16, "{strategy} seed {seed}: {}", names(&rep, 64, 256));
+            assert!(pos(last) < pos(spec("zstd:12")), "{strategy} seed {seed}: ends on {last}");
         }
     }
 }
