@@ -129,7 +129,9 @@ struct CompressArgs {
     codec: Option<CodecSpec>,
     /// The speed of the link to storage, which the adaptive strategies aim at: auto (measured
     /// from how fast the output accepts data), 1GbE (117 MB/s), 10GbE (1200 MB/s), ib-fdr4
-    /// (6000 MB/s), or a rate such as 500MB/s, 2GB/s, 25Gbit/s.
+    /// (6000 MB/s), or a rate such as 500MB/s, 2GB/s, 25Gbit/s. Give it for keep-pace and
+    /// prolong on fast links: a write that leaves the link mostly idle measures it too fast
+    /// through the output's buffers, and finishes early.
     #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = parse_link)]
     link: Link,
     /// Make the output behave like a link of this speed (for evaluation): writes are paced to
