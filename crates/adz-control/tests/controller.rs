@@ -1104,6 +1104,23 @@ proptest! {
     }
 }
 
+/// A data model on the standard ladder with every rung given: `perf(codec, level, ladder
+/// index, reference speed)` is the rung's (CPU bytes/s per thread, ratio).
+fn per_rung(name: &str, perf: impl Fn(&str, i32, usize, f64) -> (f64, f64)) -> DataModel {
+    let l = Ladder::standard();
+    let table = l
+        .rungs()
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, &c)| {
+            let (speed, ratio) = perf(c.id().name(), c.param(), i, reference(c).speed);
+            (c, Perf { speed, ratio })
+        })
+        .collect::<Vec<_>>();
+    DataModel::from_anchors(name, &l, &table)
+}
+
 /// A data model on the standard ladder from anchors: (rung, CPU MB/s per thread, ratio).
 fn anchored(name: &str, anchors: &[(&str, f64, f64)]) -> DataModel {
     let anchors: Vec<_> = anchors
@@ -1706,22 +1723,10 @@ fn s1_climbs_to_zstd3_on_the_demo_text() {
 #[test]
 fn s1_prefers_the_faster_of_equal_ratios() {
     let threads = 2;
-    let l = Ladder::standard();
-    let table = l
-        .rungs()
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(i, &c)| {
-            let r = reference(c);
-            let (speed, ratio) = match (c.id().name(), c.param()) {
-                ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047 + 0.0002 * (i % 3) as f64),
-                _ => (r.speed * 2.0, 1.003),
-            };
-            (c, Perf { speed, ratio })
-        })
-        .collect::<Vec<_>>();
-    let data = DataModel::from_anchors("doubles", &l, &table);
+    let data = per_rung("doubles", |codec, level, i, speed| match (codec, level) {
+        ("zstd", p) if p >= 1 => (speed * 1.4, 1.047 + 0.0002 * (i % 3) as f64),
+        _ => (speed * 2.0, 1.003),
+    });
     let z2 = data.perf(spec("zstd:2")).speed;
     for start in [None, Some("zstd:1"), Some("zstd:2"), Some("zstd:13")] {
         let mut cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
@@ -1750,22 +1755,10 @@ fn s1_prefers_the_faster_of_equal_ratios() {
 fn s1_beats_static_zstd3_on_the_demo_mix() {
     let l = Ladder::standard();
     let text = demo_text();
-    let doubles = {
-        let table = l
-            .rungs()
-            .iter()
-            .skip(1)
-            .map(|&c| {
-                let r = reference(c);
-                let (speed, ratio) = match (c.id().name(), c.param()) {
-                    ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047),
-                    _ => (r.speed * 2.0, 1.003),
-                };
-                (c, Perf { speed, ratio })
-            })
-            .collect::<Vec<_>>();
-        DataModel::from_anchors("doubles", &l, &table)
-    };
+    let doubles = per_rung("doubles", |codec, level, _, speed| match (codec, level) {
+        ("zstd", p) if p >= 1 => (speed * 1.4, 1.047),
+        _ => (speed * 2.0, 1.003),
+    });
     let sparse = DataModel::monotone("sparse", &l, 2.0, 2.0, 0.1);
     let random = DataModel::incompressible(&l);
     let mut segs = Vec::new();
@@ -1967,24 +1960,12 @@ fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
 /// time. (S3 finishes early: nothing in its time buys ratio.)
 #[test]
 fn s2_and_s3_spend_no_time_on_rungs_that_buy_no_ratio() {
-    let l = Ladder::standard();
-    let table = l
-        .rungs()
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(i, &c)| {
-            let r = reference(c);
-            let (speed, ratio) = match (c.id().name(), c.param()) {
-                ("zstd", p) if p >= 16 => (r.speed * 1.4 / 9.0, 1.047 + 0.0001 * (i % 2) as f64),
-                ("zstd", p) if p >= 1 => (r.speed * 1.4, 1.047 + 0.0001 * (i % 2) as f64),
-                ("xz", _) => (r.speed * 0.1, 1.09),
-                _ => (r.speed * 2.0, 1.003),
-            };
-            (c, Perf { speed, ratio })
-        })
-        .collect::<Vec<_>>();
-    let data = DataModel::from_anchors("doubles", &l, &table);
+    let data = per_rung("doubles", |codec, level, i, speed| match (codec, level) {
+        ("zstd", p) if p >= 16 => (speed * 1.4 / 9.0, 1.047 + 0.0001 * (i % 2) as f64),
+        ("zstd", p) if p >= 1 => (speed * 1.4, 1.047 + 0.0001 * (i % 2) as f64),
+        ("xz", _) => (speed * 0.1, 1.09),
+        _ => (speed * 2.0, 1.003),
+    });
     let threads = 2;
     let cliff = pos(spec("zstd:16"));
     for strategy in [Strategy::KeepPace, Strategy::Prolong(1.5)] {
