@@ -346,12 +346,13 @@ impl Control for ClassedController {
         let stretch = c.stretch();
         // The compression work of one class slows the whole pipeline: every class's account
         // of the pipeline's pace counts it.
-        let work = c.pipe_work() - before;
+        let after = c.pipe_work();
+        let work = (after.0 - before.0, after.1 - before.1);
         for (i, c) in self.inner.iter_mut().enumerate() {
             if let Some(c) = c {
                 c.set_stretch(stretch);
                 if i != class.min(MAX_CLASSES - 1) {
-                    c.note_work(work);
+                    c.note_work(work.0, work.1);
                 }
             }
         }

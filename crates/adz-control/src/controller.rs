@@ -83,6 +83,10 @@ pub struct ControllerConfig {
     /// each). At zstd:15 both cores are busy, the ordered writer is starved of CPU, and the
     /// link runs at 112 MB/s instead of 117.
     pub schedule_blocks: f64,
+    /// CPUs the process may use (0: as many as `threads`). With the process's CPU time in
+    /// [`SinkMeasurement::cpu`] it says how much CPU is left for compression while the link
+    /// is the bottleneck (see [`Controller::pipeline_raw_speed`]).
+    pub cpus: usize,
 }
 
 impl ControllerConfig {
@@ -111,6 +115,7 @@ impl ControllerConfig {
             max_climb: 2,
             throughput_margin: 0.05,
             schedule_blocks: 8.0,
+            cpus: 0,
         }
     }
 
@@ -123,6 +128,12 @@ impl ControllerConfig {
     /// The same configuration with another schedule length (0: no schedule).
     pub fn with_schedule(mut self, blocks: f64) -> Self {
         self.schedule_blocks = blocks;
+        self
+    }
+
+    /// The same configuration for a machine with `cpus` CPUs.
+    pub fn with_cpus(mut self, cpus: usize) -> Self {
+        self.cpus = cpus;
         self
     }
 
@@ -237,6 +248,11 @@ pub struct SinkMeasurement {
     /// `busy` it makes the write's elapsed time, from which the controller learns what the
     /// whole pipeline costs per raw byte (see [`Controller::pipeline_raw_speed`]).
     pub waited: Duration,
+    /// CPU time the whole process spent (all its threads) since the previous sink measurement
+    /// (zero: not measured). Less the workers' compression time, it is what moving the raw
+    /// bytes costs (the application's reader, the copies, the checksums, the writer), which
+    /// the sink's clock alone cannot tell while the link is the bottleneck.
+    pub cpu: Duration,
 }
 
 /// What mode the controller is in (for [`Status`]).
@@ -427,6 +443,10 @@ struct PipeWindow {
     raw_stored_raw: f64,
     sent: f64,
     work: f64,
+    /// The process's CPU seconds (all threads) and the workers' CPU seconds on compression
+    /// attempts, over the same writes (zero while the sink does not report CPU time).
+    cpu: f64,
+    cpu_work: f64,
     /// Aggregate raw bytes/s at which the pipeline moves raw blocks, all its costs included
     /// (None until the sink has shown it).
     raw_speed: Option<f64>,
@@ -443,6 +463,10 @@ const PIPE_MIN_WRITES: u64 = 8;
 /// elapsed time (its bytes at the link's speed): then the elapsed time is the link's and
 /// says only that the pipeline was at least that fast.
 const PIPE_LINK_BOUND: f64 = 0.9;
+
+/// The process's CPU time tells the raw path's cost only while what compression does not
+/// explain is at least this share of it (below, it is the noise of two clocks).
+const CPU_PATH_MIN: f64 = 0.05;
 
 /// The mix counts a raw block at the pipeline's raw speed the sink saw only while that is
 /// below this many times the link (see [`Controller::mix_fraction`]).
@@ -766,7 +790,7 @@ impl Controller {
         }
         self.outstanding = self.outstanding.saturating_sub(1);
         if let Some(s) = speed {
-            self.note_work(m.raw_len as f64 / s);
+            self.note_work(m.raw_len as f64 / s, m.cpu.as_secs_f64());
         }
         if m.raw_len == 0 {
             return;
@@ -893,9 +917,14 @@ impl Controller {
     /// Compression work (thread-seconds) the pipeline spent: told by [`Controller::record_block`]
     /// for this controller's blocks, and by a [`ClassedController`](crate::ClassedController)
     /// for the other classes' (the pipeline's pace is the write's, not one class's).
-    pub(crate) fn note_work(&mut self, secs: f64) {
+    /// `secs` is the work as the pipeline gets it (CPU time times the workers' wall/CPU
+    /// ratio), `cpu` the workers' CPU time alone.
+    pub(crate) fn note_work(&mut self, secs: f64, cpu: f64) {
         if secs.is_finite() && secs > 0.0 {
             self.pipe.work += secs;
+        }
+        if cpu.is_finite() && cpu > 0.0 {
+            self.pipe.cpu_work += cpu;
         }
     }
 
@@ -920,6 +949,8 @@ impl Controller {
         p.raw_stored_raw = p.raw_stored_raw * keep + if m.bytes >= m.raw { raw } else { 0.0 };
         p.sent = p.sent * keep + m.bytes as f64;
         p.work *= keep;
+        p.cpu = p.cpu * keep + m.cpu.as_secs_f64();
+        p.cpu_work *= keep;
         p.writes += 1;
         let Some(link) = link else { return };
         if p.writes < PIPE_MIN_WRITES || p.elapsed <= 0.0 {
@@ -936,17 +967,54 @@ impl Controller {
         }
         let speed = p.raw_stored_raw / moving;
         let link_bound = p.sent / link >= PIPE_LINK_BOUND * p.elapsed;
-        p.raw_speed = match p.raw_speed {
-            Some(v) if link_bound => Some(v.max(speed)),
-            _ if link_bound => None,
+        // While the link is the bottleneck the sink's clock says only that the pipeline was at
+        // least that fast. The process's CPU time says how much faster it could be: moving
+        // the raw bytes cost `cpu - cpu_work` CPU seconds, so with `cpus` CPUs it could move
+        // them at `cpus X / (cpu - cpu_work)` (X all raw bytes: every frame takes that path).
+        // Text through 1200 MB/s on two cores: the pace gave about the link, and a mix that
+        // had gone all raw stayed there for good, where compressing with lz4 wrote 1.2-1.3x
+        // faster; the CPU was two-thirds idle.
+        let by_cpu = self.cpu_raw_speed();
+        let p = &mut self.pipe;
+        p.raw_speed = match (p.raw_speed, by_cpu) {
+            (v, Some(c)) if link_bound => Some(v.unwrap_or(0.0).max(speed).max(c)),
+            (Some(v), None) if link_bound => Some(v.max(speed)),
+            (None, None) if link_bound => None,
             _ => Some(speed),
         };
     }
 
+    /// The speed at which the process's CPUs could move raw blocks, from the CPU time the
+    /// sink reports (None without it, or while compression explains nearly all of it).
+    fn cpu_raw_speed(&self) -> Option<f64> {
+        self.cpu_path_cost().map(|c| self.cpus() / c)
+    }
+
+    /// CPU seconds the process spends per raw byte besides compression (the raw path), from
+    /// the CPU time the sink reports; None without it, before [`PIPE_MIN_WRITES`] writes, or
+    /// while compression explains nearly all of it.
+    fn cpu_path_cost(&self) -> Option<f64> {
+        let p = &self.pipe;
+        let path = p.cpu - p.cpu_work;
+        if p.writes < PIPE_MIN_WRITES || p.cpu <= 0.0 || path <= CPU_PATH_MIN * p.cpu {
+            return None;
+        }
+        (p.raw > 0.0).then(|| path / p.raw)
+    }
+
+    /// CPUs the process may use ([`ControllerConfig::cpus`], else the workers).
+    fn cpus(&self) -> f64 {
+        if self.cfg.cpus == 0 {
+            self.threads
+        } else {
+            self.cfg.cpus as f64
+        }
+    }
+
     /// Compression work in this controller's account of the pipeline's pace (see
     /// [`Controller::note_work`]).
-    pub(crate) fn pipe_work(&self) -> f64 {
-        self.pipe.work
+    pub(crate) fn pipe_work(&self) -> (f64, f64) {
+        (self.pipe.work, self.pipe.cpu_work)
     }
 
     /// Aggregate raw bytes/s at which the whole pipeline moves raw blocks, as the sink saw it
@@ -1149,10 +1217,21 @@ impl Controller {
     }
 
     /// S1's predicted write throughput of a rung, raw bytes/s: the compressors or the link,
-    /// whichever is slower, `min(N S(r), L f(r))`.
+    /// whichever is slower, `min(N S(r), L f(r))`. With the process's CPU time
+    /// ([`Controller::cpu_path_cost`]) the compressors' side is counted in CPU seconds: the
+    /// raw path's `c` per byte and the rung's `1 / s` (its workers' CPU time) share `C` CPUs,
+    /// `C / (c + 1 / s)`, at most `N s`. The workers' wall times count the raw path twice
+    /// (once as their wait for a core).
     fn throughput(&self, link: f64, rung: usize) -> f64 {
         let now = self.clock;
-        (self.threads * self.model.speed(rung, now)).min(link * self.model.ratio(rung, now))
+        let compress = match self.cpu_path_cost() {
+            Some(c) => {
+                let s_cpu = self.model.speed(rung, now) * self.stretch.unwrap_or(1.0);
+                (self.cpus() / (c + 1.0 / s_cpu)).min(self.threads * s_cpu)
+            }
+            None => self.threads * self.model.speed(rung, now),
+        };
+        compress.min(link * self.model.ratio(rung, now))
     }
 
     /// S1's choice among rungs `1..end`: of the rungs predicted to write within the margin of
@@ -1246,8 +1325,21 @@ impl Controller {
             _ => r,
         };
         let f = self.model.ratio(m, now);
-        let (num, den) = match strategy {
-            Strategy::Throughput => {
+        let (num, den) = match (strategy, self.cpu_path_cost()) {
+            (Strategy::Throughput, Some(c)) => {
+                // In CPU seconds, with the process's CPU time: every block costs the raw path
+                // `c` per byte, a compressed one also its compression `1/s` (the worker's CPU
+                // time: the model's speed is wall time, times the usual wall/CPU ratio). With
+                // `C` CPUs both the CPUs and the link are busy when
+                // `C (1 - p (1 - 1/f)) = L (c + p / s)`. The workers' wall times alone count
+                // the raw path's CPU twice (once as their own wait for a core): text through
+                // 1200 MB/s on two cores measured lz4 at half its speed in a mix, and S1
+                // compressed 60 % of the blocks where compressing all wrote fastest.
+                let cpus = self.cpus();
+                let s_cpu = self.model.speed(m, now) * self.stretch.unwrap_or(1.0);
+                (cpus - link * c, cpus * (1.0 - 1.0 / f) + link / s_cpu)
+            }
+            (Strategy::Throughput, None) => {
                 (1.0 / link - 1.0 / r, 1.0 / s - 1.0 / r + (1.0 - 1.0 / f) / link)
             }
             _ => {

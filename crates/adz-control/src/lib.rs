@@ -36,6 +36,7 @@
 //!     backlogged: true,
 //!     raw: 1 << 20,
 //!     waited: Duration::ZERO,
+//!     cpu: Duration::from_millis(60),
 //! });
 //!
 //! // Too slow: the next block gets a faster setting at once.
@@ -260,6 +261,20 @@
 //! saves. On 2 cores at 6000 MB/s
 //! the workers stored raw at 50 GB/s where the pipeline moved 5.9 GB/s, and S1 compressed
 //! a sixth to a third of the blocks and wrote 0.6-0.7 as fast as raw.
+//!
+//! **The process's CPU time** (`SinkMeasurement::cpu`, all threads, since the last write)
+//! settles what the sink's clock cannot while the link is busy. Less the workers' CPU time on
+//! compression, it is the raw path's cost `c` per raw byte, so with `C` CPUs
+//! (`ControllerConfig::cpus`) the pipeline could move raw blocks at `C / c` (while the link is
+//! the bottleneck, the raw speed is at least that). S1 then reckons in CPU seconds, every block
+//! paying `c` and a compressed one also its workers' `1 / s` (the model's speed times the
+//! usual wall/CPU ratio): a rung writes at `min(C / (c + 1/s), N s, L f)`, and the mix is
+//! `p = (C - L c) / (C (1 - 1/f) + L / s)`, zero when the CPUs cannot even move raw blocks
+//! as fast as the link. The workers' wall times alone count the raw path twice (once as
+//! their own wait for a core). A kernel tar through 1200 MB/s on two cores: a stretch that
+//! compresses 3-4x sent S1 into the mix, the pace then said raw blocks cost about the link's
+//! time, and in a third of the runs the mix went all raw for good (0.72 of static lz4:50);
+//! the CPUs were two-thirds idle.
 //!
 //! The mix also shrinks while frames seldom wait for the sink (fewer than half the writes
 //! backlogged, smoothed over about 16 writes; none compressed at 20 % or fewer); a write the

@@ -369,6 +369,8 @@ impl SimConfig {
                     backlogged,
                     raw,
                     waited: Duration::from_secs_f64(waited),
+                    // The simulated machine has no process clock (its raw path is the workers').
+                    cpu: Duration::ZERO,
                 };
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {

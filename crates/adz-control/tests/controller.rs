@@ -347,7 +347,10 @@ fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usi
         compressed += usize::from(!raw);
         let stored = if raw { MIB } else { (MIB as f64 / 1.7) as u64 };
         let t = if raw { Duration::from_micros(42) } else { comp };
-        cpu += if raw { MIB as f64 / pipe_raw } else { comp.as_secs_f64() / threads as f64 };
+        let cpu_before = cpu;
+        // Every block takes the raw path (read, hand-offs, checksum); a compressed one also
+        // takes a worker's compression.
+        cpu += MIB as f64 / pipe_raw + if raw { 0.0 } else { comp.as_secs_f64() / threads as f64 };
         ctl.record_block(&BlockMeasurement {
             decision: d,
             raw_len: MIB,
@@ -362,16 +365,133 @@ fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usi
         // Burst credit: the throttle takes a frame in half its link time after an idle gap.
         let busy = bytes as f64 / link / 2.0;
         sink_end = start + busy;
+        // The process's CPU time: both cores, for as long as the block held the pipeline.
+        let spent = threads as f64 * (cpu - cpu_before);
         ctl.record_sink(&SinkMeasurement {
             bytes,
             busy: Duration::from_secs_f64(busy),
             backlogged: raw,
             raw: MIB,
             waited: Duration::from_secs_f64(waited),
+            cpu: Duration::from_secs_f64(spent),
         });
     }
     let all_raw = blocks as f64 * (MIB as f64 / pipe_raw).max((MIB + 48) as f64 / link);
     (compressed, sink_end / all_raw)
+}
+
+/// Blocks of one kind of data for [`cpu_and_link`].
+struct Stretch {
+    blocks: usize,
+    data: DataModel,
+}
+
+/// A made-up two-core pipeline where moving a raw block costs the process's CPUs
+/// `2 MiB / pipe_raw` CPU-seconds (the reader, the copies, the checksums, the writer) and
+/// compressing it a worker's `MiB / speed` on top, with the CPUs and the link each a queue
+/// and `2 N + 2` buffers between them. A worker shares the cores with the raw path, so a
+/// block takes 2.2x its CPU time in wall time (as measured on 2 cores at 1200 MB/s: 5 ms for
+/// 2 ms of lz4:1). Every measurement arrives at once. With `report_cpu`
+/// the sink reports the process's CPU time, as the real pipeline does. Returns the blocks
+/// compressed in each stretch, the write's time, and the time all raw would take.
+fn cpu_and_link(
+    link: f64,
+    pipe_raw: f64,
+    stretches: &[Stretch],
+    report_cpu: bool,
+) -> (Vec<usize>, f64, f64) {
+    const MIB: u64 = 1 << 20;
+    const WALL_PER_CPU: f64 = 2.2;
+    let (threads, cpus, buffers) = (2usize, 2.0f64, 6usize);
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads)
+        .with_cpus(cpus as usize);
+    let mut ctl = Controller::new(cfg);
+    let path = cpus * MIB as f64 / pipe_raw;
+    let (mut cpu_clock, mut sink_end) = (0.0f64, 0.0f64);
+    let mut ends: Vec<f64> = Vec::new();
+    let mut per_stretch = Vec::new();
+    let mut k = 0usize;
+    for st in stretches {
+        let mut compressed = 0;
+        for _ in 0..st.blocks {
+            let d = ctl.next_block(&BlockContext {
+                raw_offset: k as u64 * MIB,
+                raw_len: MIB as usize,
+                hints: &[],
+                class: 0,
+            });
+            let raw = d.codec == CodecSpec::NONE;
+            compressed += usize::from(!raw);
+            let p = if raw { Perf { speed: 25e9, ratio: 1.0 } } else { st.data.perf(d.codec) };
+            let work = MIB as f64 / p.speed;
+            let room = if k >= buffers { ends[k - buffers] } else { 0.0 };
+            cpu_clock = cpu_clock.max(room) + (path + if raw { 0.0 } else { work }) / cpus;
+            let stored = if raw { MIB } else { (MIB as f64 / p.ratio) as u64 };
+            ctl.record_block(&BlockMeasurement {
+                decision: d,
+                raw_len: MIB,
+                stored_len: stored,
+                stored_raw: raw,
+                wall: Duration::from_secs_f64(work * WALL_PER_CPU),
+                cpu: Duration::from_secs_f64(work),
+            });
+            let bytes = stored + 48;
+            let backlogged = k > 0 && cpu_clock <= sink_end;
+            let start = cpu_clock.max(sink_end);
+            let waited = if k == 0 { 0.0 } else { start - sink_end };
+            let busy = bytes as f64 / link;
+            sink_end = start + busy;
+            ends.push(sink_end);
+            let spent = path + if raw { 0.0 } else { work };
+            ctl.record_sink(&SinkMeasurement {
+                bytes,
+                busy: Duration::from_secs_f64(busy),
+                backlogged,
+                raw: MIB,
+                waited: Duration::from_secs_f64(waited),
+                cpu: if report_cpu { Duration::from_secs_f64(spent) } else { Duration::ZERO },
+            });
+            k += 1;
+        }
+        per_stretch.push(compressed);
+    }
+    let all_raw = k as f64 * (MIB as f64 / pipe_raw).max((MIB + 48) as f64 / link);
+    (per_stretch, sink_end, all_raw)
+}
+
+/// A kernel tar through 1200 MB/s on two cores: a stretch that compresses 3-4x raises S1's
+/// target `L f` beyond every rung, so S1 mixes raw and compressed blocks; with the link busy,
+/// the sink's clock says only that the pipeline moves raw blocks at least at the link's speed,
+/// and taken as their cost that made the mix all raw, for good (no compressed block measured
+/// again), where lz4 on the rest wrote 1.2-1.3x faster than raw. The process's CPU time shows
+/// the CPUs two-thirds idle behind the busy link: S1 must go back to compressing, and write
+/// the rest clearly faster than raw. Without that CPU time (a platform without a process
+/// clock) the pace alone decides, as before.
+#[test]
+fn s1_compresses_again_when_the_cpus_idle_behind_a_busy_link() {
+    let dense = anchored(
+        "dense",
+        &[("lz4:50", 1300.0, 4.0), ("lz4:1", 500.0, 5.0), ("zstd:1", 250.0, 6.0)],
+    );
+    let rest =
+        anchored("rest", &[("lz4:50", 1300.0, 1.6), ("lz4:1", 500.0, 2.1), ("zstd:1", 250.0, 3.0)]);
+    let stretches =
+        [Stretch { blocks: 40, data: dense }, Stretch { blocks: 216, data: rest.clone() }];
+    let (compressed, time, all_raw) = cpu_and_link(TEN_GBE, 5.9e9, &stretches, true);
+    eprintln!("with the CPU time: {compressed:?} compressed, {:.3} of raw's time", time / all_raw);
+    assert!(
+        compressed[1] >= 150,
+        "only {} of 216 blocks compressed after the dense stretch",
+        compressed[1]
+    );
+    assert!(time <= 0.85 * all_raw, "the write took {:.3} of raw's time", time / all_raw);
+    // And where the CPUs are the bottleneck (the raw path alone fills them at 5.9 GB/s behind
+    // a 6000 MB/s link), the same CPU time keeps S1 raw.
+    let stretches = [Stretch { blocks: 256, data: rest }];
+    let (compressed, time, all_raw) = cpu_and_link(FDR4, 5.9e9, &stretches, true);
+    eprintln!("6000 MB/s: {compressed:?} compressed, {:.3} of raw's time", time / all_raw);
+    assert!(compressed[0] <= 12, "{} of 256 blocks compressed", compressed[0]);
+    assert!(time <= 1.05 * all_raw, "the write took {:.3} of raw's time", time / all_raw);
 }
 
 /// Where the pipeline cannot even fill the link with raw blocks, every compressed block takes
@@ -421,6 +541,7 @@ fn strong_evidence_of_a_starved_sink_stops_the_mix_within_a_few_writes() {
             backlogged: false,
             raw: 0,
             waited: Duration::from_secs_f64(3.0 * busy),
+            cpu: Duration::ZERO,
         });
         let d = ctl.next_block(&BlockContext {
             raw_offset: offset + writes * (1 << 20),

@@ -447,8 +447,10 @@ impl Writer {
             opts.threads
         };
         let buffers = if opts.buffers == 0 { 2 * threads + 2 } else { opts.buffers.max(2) };
-        let controller =
-            ClassedController::new(ControllerConfig::new(opts.strategy, opts.link, threads));
+        let cpus = std::thread::available_parallelism().map_or(threads, |n| n.get());
+        let controller = ClassedController::new(
+            ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus),
+        );
         let keep = controller.keep_threshold();
         let (abort_tx, abort_rx) = bounded::<()>(0);
         let shared = Arc::new(Shared {
@@ -1169,6 +1171,8 @@ fn sequencer(
     // When the last append ended (None before the first frame: its wait is the write's
     // start-up, not the pipeline's pace).
     let mut last_end: Option<Instant> = None;
+    // The process's CPU time at the last append's end (see SinkMeasurement::cpu).
+    let mut last_cpu = cpu_time::ProcessTime::try_now().ok();
     for done in done_rx.iter() {
         waiting.insert(done.seq, done);
         while let Some(d) = waiting.remove(&next) {
@@ -1198,6 +1202,12 @@ fn sequencer(
             let busy = end - t0;
             let waited = last_end.map_or(Duration::ZERO, |e| t0.saturating_duration_since(e));
             last_end = Some(end);
+            let cpu_now = cpu_time::ProcessTime::try_now().ok();
+            let cpu = match (last_cpu, cpu_now) {
+                (Some(a), Some(b)) => b.as_duration().saturating_sub(a.as_duration()),
+                _ => Duration::ZERO,
+            };
+            last_cpu = cpu_now;
             let frame_len = d.header.frame_len();
             let this_backlogged = backlogged;
             while let Ok(more) = done_rx.try_recv() {
@@ -1218,6 +1228,7 @@ fn sequencer(
                     backlogged: this_backlogged,
                     raw: u64::from(d.header.raw_len),
                     waited,
+                    cpu,
                 });
                 dsp.controller.status_of(d.class)
             };
