@@ -83,7 +83,7 @@ pub struct ControllerConfig {
     /// each). At zstd:15 both cores are busy, the ordered writer is starved of CPU, and the
     /// link runs at 112 MB/s instead of 117.
     pub schedule_blocks: f64,
-    /// CPUs the process may use (0: as many as `threads`). With the process's CPU time in
+    /// CPUs the pipeline may use (0: as many as `threads`). With the pipeline's CPU time in
     /// [`SinkMeasurement::cpu`] it says how much CPU is left for compression while the link
     /// is the bottleneck (see [`Controller::pipeline_raw_speed`]).
     pub cpus: usize,
@@ -248,10 +248,11 @@ pub struct SinkMeasurement {
     /// `busy` it makes the write's elapsed time, from which the controller learns what the
     /// whole pipeline costs per raw byte (see [`Controller::pipeline_raw_speed`]).
     pub waited: Duration,
-    /// CPU time the whole process spent (all its threads) since the previous sink measurement
-    /// (zero: not measured). Less the workers' compression time, it is what moving the raw
-    /// bytes costs (the application's reader, the copies, the checksums, the writer), which
-    /// the sink's clock alone cannot tell while the link is the bottleneck.
+    /// CPU time the pipeline's threads spent (the feeder reading and cutting blocks, the
+    /// workers, the sequencer) since the previous sink measurement (zero: not measured); not
+    /// the application's own computing. Less the workers' compression time, it is what moving
+    /// the raw bytes costs (reads, copies, checksums, writes), which the sink's clock alone
+    /// cannot tell while the link is the bottleneck.
     pub cpu: Duration,
 }
 
@@ -443,7 +444,7 @@ struct PipeWindow {
     raw_stored_raw: f64,
     sent: f64,
     work: f64,
-    /// The process's CPU seconds (all threads) and the workers' CPU seconds on compression
+    /// The pipeline's CPU seconds (all its threads) and the workers' CPU seconds on compression
     /// attempts, over the same writes (zero while the sink does not report CPU time).
     cpu: f64,
     cpu_work: f64,
@@ -464,7 +465,7 @@ const PIPE_MIN_WRITES: u64 = 8;
 /// says only that the pipeline was at least that fast.
 const PIPE_LINK_BOUND: f64 = 0.9;
 
-/// The process's CPU time tells the raw path's cost only while what compression does not
+/// The pipeline's CPU time tells the raw path's cost only while what compression does not
 /// explain is at least this share of it (below, it is the noise of two clocks).
 const CPU_PATH_MIN: f64 = 0.05;
 
@@ -968,7 +969,7 @@ impl Controller {
         let speed = p.raw_stored_raw / moving;
         let link_bound = p.sent / link >= PIPE_LINK_BOUND * p.elapsed;
         // While the link is the bottleneck the sink's clock says only that the pipeline was at
-        // least that fast. The process's CPU time says how much faster it could be: moving
+        // least that fast. The pipeline's CPU time says how much faster it could be: moving
         // the raw bytes cost `cpu - cpu_work` CPU seconds, so with `cpus` CPUs it could move
         // them at `cpus X / (cpu - cpu_work)` (X all raw bytes: every frame takes that path).
         // Text through 1200 MB/s on two cores: the pace gave about the link, and a mix that
@@ -984,7 +985,7 @@ impl Controller {
         };
     }
 
-    /// The speed at which the process's CPUs could move raw blocks, from the CPU time the
+    /// The speed at which the pipeline's CPUs could move raw blocks, from the CPU time the
     /// sink reports (None without it, or while compression explains nearly all of it).
     fn cpu_raw_speed(&self) -> Option<f64> {
         self.cpu_path_cost().map(|c| self.cpus() / c)
@@ -1217,7 +1218,7 @@ impl Controller {
     }
 
     /// S1's predicted write throughput of a rung, raw bytes/s: the compressors or the link,
-    /// whichever is slower, `min(N S(r), L f(r))`. With the process's CPU time
+    /// whichever is slower, `min(N S(r), L f(r))`. With the pipeline's CPU time
     /// ([`Controller::cpu_path_cost`]) the compressors' side is counted in CPU seconds: the
     /// raw path's `c` per byte and the rung's `1 / s` (its workers' CPU time) share `C` CPUs,
     /// `C / (c + 1 / s)`, at most `N s`. The workers' wall times count the raw path twice
@@ -1327,7 +1328,7 @@ impl Controller {
         let f = self.model.ratio(m, now);
         let (num, den) = match (strategy, self.cpu_path_cost()) {
             (Strategy::Throughput, Some(c)) => {
-                // In CPU seconds, with the process's CPU time: every block costs the raw path
+                // In CPU seconds, with the pipeline's CPU time: every block costs the raw path
                 // `c` per byte, a compressed one also its compression `1/s` (the worker's CPU
                 // time: the model's speed is wall time, times the usual wall/CPU ratio). With
                 // `C` CPUs both the CPUs and the link are busy when

@@ -262,7 +262,8 @@
 //! the workers stored raw at 50 GB/s where the pipeline moved 5.9 GB/s, and S1 compressed
 //! a sixth to a third of the blocks and wrote 0.6-0.7 as fast as raw.
 //!
-//! **The process's CPU time** (`SinkMeasurement::cpu`, all threads, since the last write)
+//! **The pipeline's CPU time** (`SinkMeasurement::cpu`: its feeder, workers and sequencer,
+//! not the application's computing, since the last write)
 //! settles what the sink's clock cannot while the link is busy. Less the workers' CPU time on
 //! compression, it is the raw path's cost `c` per raw byte, so with `C` CPUs
 //! (`ControllerConfig::cpus`) the pipeline could move raw blocks at `C / c` (while the link is

@@ -365,7 +365,7 @@ fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usi
         // Burst credit: the throttle takes a frame in half its link time after an idle gap.
         let busy = bytes as f64 / link / 2.0;
         sink_end = start + busy;
-        // The process's CPU time: both cores, for as long as the block held the pipeline.
+        // The pipeline's CPU time: both cores, for as long as the block held the pipeline.
         let spent = threads as f64 * (cpu - cpu_before);
         ctl.record_sink(&SinkMeasurement {
             bytes,
@@ -386,13 +386,13 @@ struct Stretch {
     data: DataModel,
 }
 
-/// A made-up two-core pipeline where moving a raw block costs the process's CPUs
+/// A made-up two-core pipeline where moving a raw block costs the pipeline's CPUs
 /// `2 MiB / pipe_raw` CPU-seconds (the reader, the copies, the checksums, the writer) and
 /// compressing it a worker's `MiB / speed` on top, with the CPUs and the link each a queue
 /// and `2 N + 2` buffers between them. A worker shares the cores with the raw path, so a
 /// block takes 2.2x its CPU time in wall time (as measured on 2 cores at 1200 MB/s: 5 ms for
 /// 2 ms of lz4:1). Every measurement arrives at once. With `report_cpu`
-/// the sink reports the process's CPU time, as the real pipeline does. Returns the blocks
+/// the sink reports the pipeline's CPU time, as the real pipeline does. Returns the blocks
 /// compressed in each stretch, the write's time, and the time all raw would take.
 fn cpu_and_link(
     link: f64,
@@ -463,7 +463,7 @@ fn cpu_and_link(
 /// target `L f` beyond every rung, so S1 mixes raw and compressed blocks; with the link busy,
 /// the sink's clock says only that the pipeline moves raw blocks at least at the link's speed,
 /// and taken as their cost that made the mix all raw, for good (no compressed block measured
-/// again), where lz4 on the rest wrote 1.2-1.3x faster than raw. The process's CPU time shows
+/// again), where lz4 on the rest wrote 1.2-1.3x faster than raw. The pipeline's CPU time shows
 /// the CPUs two-thirds idle behind the busy link: S1 must go back to compressing, and write
 /// the rest clearly faster than raw. Without that CPU time (a platform without a process
 /// clock) the pace alone decides, as before.

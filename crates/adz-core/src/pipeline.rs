@@ -300,6 +300,20 @@ struct Shared {
     raw_in: AtomicU64,
     raw_written: AtomicU64,
     stored_written: AtomicU64,
+    /// CPU time (ns) the pipeline's threads spent (the feeder cutting and reading blocks, the
+    /// workers) that the sequencer has not reported yet (`SinkMeasurement::cpu`). Not the
+    /// application's own computing: that is no cost of moving its bytes.
+    cpu_ns: AtomicU64,
+}
+
+/// Adds the CPU time this thread spent since `*mark` to `cpu_ns` and moves the mark. Thread
+/// CPU clocks are per thread, so a mark is only ever used on the thread that took it.
+fn count_cpu(cpu_ns: &AtomicU64, mark: &mut Option<cpu_time::ThreadTime>) {
+    let Some(now) = cpu_time::ThreadTime::try_now().ok() else { return };
+    if let Some(then) = mark.replace(now) {
+        let spent = now.as_duration().saturating_sub(then.as_duration());
+        cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
 }
 
 impl Shared {
@@ -460,6 +474,7 @@ impl Writer {
             abort_tx: Mutex::new(Some(abort_tx)),
             abort_rx,
             raw_in: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
             raw_written: AtomicU64::new(0),
             stored_written: AtomicU64::new(0),
         });
@@ -717,6 +732,7 @@ impl Writer {
     /// Write `data`. Returns once the data is in the pipeline's buffers; compression and the
     /// write-out go on in the background. Blocks while all buffers are in use.
     pub fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        let mut mark = cpu_time::ThreadTime::try_now().ok();
         while !data.is_empty() {
             self.shared.check()?;
             let mut buf = self.pending_buffer()?;
@@ -726,6 +742,7 @@ impl Writer {
             data = &data[n..];
             self.shared.raw_in.fetch_add(n as u64, Ordering::Relaxed);
             self.settle(buf)?;
+            count_cpu(&self.shared.cpu_ns, &mut mark);
         }
         Ok(())
     }
@@ -734,6 +751,7 @@ impl Writer {
     /// Returns the bytes read.
     pub fn write_from(&mut self, src: &mut dyn Read) -> Result<u64> {
         let mut total = 0u64;
+        let mut mark = cpu_time::ThreadTime::try_now().ok();
         loop {
             self.shared.check()?;
             let mut buf = self.pending_buffer()?;
@@ -755,6 +773,7 @@ impl Writer {
             total += got as u64;
             self.shared.raw_in.fetch_add(got as u64, Ordering::Relaxed);
             self.settle(buf)?;
+            count_cpu(&self.shared.cpu_ns, &mut mark);
             if got == 0 {
                 return Ok(total);
             }
@@ -1133,6 +1152,8 @@ fn worker(
             cpu,
         };
         lock(&shared.dispatch).controller.record_block(&measurement);
+        let spent = cpu0.elapsed();
+        shared.cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(0), Ordering::Relaxed);
         let done =
             Done { seq: decision.seq, header, frame, raw_payload, measurement, class: job_class };
         if done_tx.send(done).is_err() {
@@ -1171,8 +1192,8 @@ fn sequencer(
     // When the last append ended (None before the first frame: its wait is the write's
     // start-up, not the pipeline's pace).
     let mut last_end: Option<Instant> = None;
-    // The process's CPU time at the last append's end (see SinkMeasurement::cpu).
-    let mut last_cpu = cpu_time::ProcessTime::try_now().ok();
+    // The sequencer's own CPU time is counted from here (see SinkMeasurement::cpu).
+    let mut cpu_mark = cpu_time::ThreadTime::try_now().ok();
     for done in done_rx.iter() {
         waiting.insert(done.seq, done);
         while let Some(d) = waiting.remove(&next) {
@@ -1202,12 +1223,8 @@ fn sequencer(
             let busy = end - t0;
             let waited = last_end.map_or(Duration::ZERO, |e| t0.saturating_duration_since(e));
             last_end = Some(end);
-            let cpu_now = cpu_time::ProcessTime::try_now().ok();
-            let cpu = match (last_cpu, cpu_now) {
-                (Some(a), Some(b)) => b.as_duration().saturating_sub(a.as_duration()),
-                _ => Duration::ZERO,
-            };
-            last_cpu = cpu_now;
+            count_cpu(&shared.cpu_ns, &mut cpu_mark);
+            let cpu = Duration::from_nanos(shared.cpu_ns.swap(0, Ordering::Relaxed));
             let frame_len = d.header.frame_len();
             let this_backlogged = backlogged;
             while let Ok(more) = done_rx.try_recv() {
