@@ -8,11 +8,31 @@
 #   QUICK=1 scripts/bench-evaluation.sh          # the small subset (a few minutes)
 #   SIZE=67108864 scripts/bench-evaluation.sh    # full matrix on 64 MiB per dataset
 #   ARGS="--datasets text,matrix --links 117" scripts/bench-evaluation.sh
+#   MAX_MINUTES=150 scripts/bench-evaluation.sh  # run for at most 150 minutes; the same command
+#                                                # again resumes where it stopped
+#   FRESH=1 scripts/bench-evaluation.sh          # discard $OUT's earlier results, start over
+#
+# Runs resume: rows already in $OUT/results.csv (same plan) are not run again. Every piece must
+# be measured by the same source: the first run records the commit in $OUT/source.txt and a
+# later run from another commit (or with local changes) is refused unless MIXED_SOURCE=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${CACHE:-.cache}
 OUT=${OUT:-$CACHE/bench/evaluation${QUICK:+-quick}}
 THREADS=${THREADS:-0}
+source_id() {
+    local rev
+    rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    git diff --quiet HEAD 2>/dev/null || rev="$rev (with uncommitted changes)"
+    echo "$rev"
+}
+[ -n "${FRESH:-}" ] && rm -f "$OUT/source.txt"
+if [ -f "$OUT/source.txt" ] && [ "$(cat "$OUT/source.txt")" != "$(source_id)" ] && [ -z "${MIXED_SOURCE:-}" ]; then
+    echo "bench-evaluation: $OUT was measured from $(cat "$OUT/source.txt"), this is $(source_id);" >&2
+    echo "  resuming would mix results of two builds. Check that commit out to resume, or set" >&2
+    echo "  FRESH=1 to start over, or MIXED_SOURCE=1 to resume anyway." >&2
+    exit 1
+fi
 cargo build --release -p adz-bench -p adz-cli >&2
 BENCH=target/release/adz-bench
 args=(--cache "$CACHE" --out "$OUT" -T "$THREADS")
@@ -21,7 +41,12 @@ args=(--cache "$CACHE" --out "$OUT" -T "$THREADS")
 # shellcheck disable=SC2206
 [ -n "${ARGS:-}" ] && args+=($ARGS)
 "$BENCH" run "${args[@]}" --estimate >&2
-"$BENCH" run "${args[@]}"
+run_args=()
+[ -n "${MAX_MINUTES:-}" ] && run_args+=(--max-minutes "$MAX_MINUTES")
+[ -n "${FRESH:-}" ] && run_args+=(--fresh)
+mkdir -p "$OUT"
+[ -f "$OUT/source.txt" ] || source_id > "$OUT/source.txt"
+"$BENCH" run "${args[@]}" "${run_args[@]}"
 "$BENCH" plot "$OUT/results.csv" "$OUT/plots" > /dev/null
 for t in "$OUT"/traces/*-sync-s1.jsonl; do
     [ -e "$t" ] && "$BENCH" plot-trace "$t" "$OUT/plots/trace-$(basename "$t" .jsonl).png"
@@ -31,7 +56,7 @@ target/release/adz cost --bench "$OUT/results.csv" > "$OUT/cost.txt"
     echo
     echo "Versions: $(target/release/adz --version); $(zstd --version 2>/dev/null | head -1); $(xz --version 2>/dev/null | head -1); $(lz4 --version 2>&1 | head -1)"
     echo "Machine: $(nproc) cores, $(uname -srm)"
-    echo "Command: scripts/bench-evaluation.sh (QUICK=${QUICK:-} SIZE=${SIZE:-} THREADS=$THREADS ARGS=${ARGS:-})"
+    echo "Command: scripts/bench-evaluation.sh (QUICK=${QUICK:-} SIZE=${SIZE:-} THREADS=$THREADS ARGS=${ARGS:-}); source $(cat "$OUT/source.txt")"
 } >> "$OUT/summary.md"
 cat "$OUT/summary.md"
 echo "results: $OUT/results.csv, $OUT/summary.md, $OUT/plots/, $OUT/cost.txt" >&2

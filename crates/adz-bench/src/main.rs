@@ -9,21 +9,27 @@ mod report;
 mod results;
 mod run;
 mod solver;
+mod state;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use adz_core::format::CodecSpec;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use crate::results::Appender;
 use crate::run::{Adaptive, Plan, Workload};
+use crate::state::{DatasetRecord, PlanRecord, State};
 
 const AFTER_HELP: &str = "\
 Examples:
   adz-bench run --quick                 a few minutes: small generated datasets, a few rungs
   adz-bench run                         the full matrix (hours; see docs/EVALUATION.md)
   adz-bench run --estimate              print the planned rows and an estimated run time
+  adz-bench run --max-minutes 170       run for at most 170 minutes; the same command again
+                                        continues where it stopped
   adz-bench report results.csv          markdown summary
   adz-bench plot results.csv plots/     one PNG per dataset, link and workload
   adz-bench plot-trace t.jsonl t.png    rung and speed per block of an `adz compress --trace`
@@ -41,8 +47,14 @@ struct Cli {
 enum Cmd {
     /// Build (or find) the datasets in the cache.
     Datasets(DatasetArgs),
-    /// Run the matrix; write results.csv, summary.md and the adaptive runs' traces to --out.
-    Run(RunArgs),
+    /// Run the matrix; write results.csv, summary.md and the traces to --out.
+    ///
+    /// Runs resume: if --out already holds rows of the same plan (same arguments), those rows
+    /// are not run again and the new ones are appended. Each row is written to results.csv as
+    /// soon as it is measured, so a run that is stopped or killed loses at most the row in
+    /// progress; running the same command again continues. A different plan in --out is an
+    /// error (use another --out, or --fresh).
+    Run(Box<RunArgs>),
     /// Markdown summary of a results CSV (stdout).
     Report {
         /// results.csv of a run.
@@ -163,9 +175,20 @@ struct RunArgs {
     /// Async workload: number of writes the file is split into.
     #[arg(long, default_value_t = 4)]
     rounds: usize,
-    /// Print the plan and its estimated run time, run nothing.
+    /// Print the plan and its estimated run time (of the rows not yet in --out), run nothing.
     #[arg(long)]
     estimate: bool,
+    /// Start no new row after this many minutes (from the start of the command); the row in
+    /// progress is finished, the rows left and their estimated time are printed, and the
+    /// command exits successfully. Run the same command again to continue.
+    #[arg(long, value_name = "M")]
+    max_minutes: Option<f64>,
+    /// Discard the results, traces and plan an earlier run left in --out and start over.
+    #[arg(long)]
+    fresh: bool,
+    /// Start at most this many measured rows (for tests).
+    #[arg(long, hide = true)]
+    max_rows: Option<usize>,
 }
 
 fn repo_root() -> PathBuf {
@@ -191,7 +214,7 @@ fn real_main() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Run(a) => run_cmd(a),
+        Cmd::Run(a) => run_cmd(*a),
         Cmd::Report { csv } => {
             let rows = results::read_csv(&csv)?;
             print!("{}", report::markdown(&rows));
@@ -214,6 +237,7 @@ fn real_main() -> Result<()> {
 }
 
 fn run_cmd(a: RunArgs) -> Result<()> {
+    let started = Instant::now();
     let quick = a.common.quick;
     let threads = if a.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -271,36 +295,241 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         rounds: a.rounds,
         trace_dir: Some(a.out.join("traces")),
     };
-    let avail = plan.externals.iter().filter(|e| e.available()).count();
+    if !(0.0..=1.0).contains(&plan.asynchronism) {
+        bail!("the asynchronism must be between 0 and 1, got {}", plan.asynchronism);
+    }
+    if let Some(m) = a.max_minutes.filter(|m| !(m.is_finite() && *m >= 0.0)) {
+        bail!("--max-minutes must be a number of minutes >= 0, got {m}");
+    }
+    let record = PlanRecord {
+        size: plan.size,
+        seed: a.common.seed,
+        matrix_iterations: a.common.matrix_iterations,
+        datasets: names.clone(),
+        links_mbs: plan.links_mbs.clone(),
+        workloads: plan.workloads.iter().map(|w| w.name().to_owned()).collect(),
+        statics: plan.statics.iter().map(|c| c.to_string()).collect(),
+        adaptive: plan.adaptive.iter().map(|x| x.name.clone()).collect(),
+        externals: plan.externals.iter().map(|e| e.name.clone()).collect(),
+        threads,
+        block_size: plan.block_size,
+        asynchronism: plan.asynchronism,
+        rounds: plan.rounds,
+    };
+    let available = run::available_externals(&plan);
+    let csv = a.out.join("results.csv");
     if a.estimate {
-        let secs = run::estimate_seconds(&plan, threads, avail);
-        println!(
-            "{} rows: {} datasets x {} links x {} workloads, {} static rungs, {} adaptive, {} external tools available",
-            run::planned_rows(&plan, avail),
-            plan.datasets.len(),
-            plan.links_mbs.len(),
-            plan.workloads.len(),
-            plan.statics.len(),
-            plan.adaptive.len(),
-            avail
-        );
-        println!("estimated run time: {:.1} hours ({secs:.0} s) on {threads} threads, {} bytes per dataset", secs / 3600.0, plan.size);
-        return Ok(());
+        return estimate(&plan, &record, &available, threads, &a);
+    }
+    if a.fresh {
+        discard(&a.out)?;
     }
     plan.datasets = a.common.ensure_all()?;
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
-    eprintln!("adz-bench: {} rows planned", run::planned_rows(&plan, avail));
-    let rows = run::run(&plan, |r| {
+    let mut sets = Vec::new();
+    for (name, path) in &plan.datasets {
+        let data = datasets::load(path, plan.size)?;
+        let fingerprint = state::fingerprint(&data);
+        sets.push(DatasetRecord { name: name.clone(), bytes: data.len() as u64, fingerprint });
+    }
+    let st = match State::load(&a.out)? {
+        Some(st) => {
+            let diff = st.differences(&record, &sets);
+            if !diff.is_empty() {
+                bail!(
+                    "{} holds the results of another plan; this run would mix rows of different \
+                     plans:\n  {}\nRun with that plan's arguments to resume it, or use another \
+                     --out, or add --fresh to discard those results and start over",
+                    a.out.display(),
+                    diff.join("\n  ")
+                );
+            }
+            st
+        }
+        None => {
+            if csv.exists() {
+                bail!(
+                    "{} exists but {} does not, so it cannot be told which plan its rows \
+                     belong to (a run of an older adz-bench, or a copied file); use another \
+                     --out, or add --fresh to discard it",
+                    csv.display(),
+                    a.out.join(state::PLAN_FILE).display()
+                );
+            }
+            let st = State::new(record, sets, run::calibrate_sweep());
+            st.save(&a.out)?;
+            st
+        }
+    };
+    let (mut appender, existing) = Appender::open(&csv)?;
+    if let Some(torn) = &existing.torn {
         eprintln!(
-            "{:<15} {:>6} {:<5} {:<22} {:>9.3} s {:>9.1} MB/s ratio {:>6.3}",
-            r.dataset, r.link_mbs, r.workload, r.config, r.seconds, r.write_mbs, r.ratio
+            "adz-bench: {} ended in a partial row (a run was stopped while writing it); cut it \
+             off, that row is run again: {torn:?}",
+            csv.display()
         );
+    }
+    let bytes: Vec<u64> = st.datasets.iter().map(|d| d.bytes).collect();
+    let done = run::check_rows(&plan, &bytes, threads, &existing.rows)
+        .with_context(|| format!("{} does not belong to this plan", csv.display()))?;
+    let total = run::planned_rows(&plan, &available);
+    let todo = run::estimate_seconds(&plan, threads, &available, &done);
+    if done.is_empty() {
+        eprintln!("adz-bench: {total} rows planned, estimated {}", hms(todo));
+    } else {
+        eprintln!(
+            "adz-bench: resuming {}: {} of {total} rows already there, estimated {} for the rest",
+            a.out.display(),
+            done.len(),
+            hms(todo)
+        );
+    }
+    let missing: Vec<&str> = plan
+        .externals
+        .iter()
+        .zip(&available)
+        .filter(|(_, ok)| !**ok)
+        .map(|(e, _)| e.argv[0].as_str())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "adz-bench: not installed, their rows are left out: {} (scripts/deps.sh bench)",
+            missing.join(", ")
+        );
+    }
+    let session = run::Session {
+        done,
+        bytes,
+        sweep_seconds: st.async_sweep_seconds,
+        available,
+        deadline: a.max_minutes.map(|m| started + Duration::from_secs_f64(m * 60.0)),
+        max_rows: a.max_rows,
+    };
+    let outcome = run::run(&plan, &session, |r, p| {
+        appender.append(r)?;
+        eprintln!(
+            "[{:>4}/{} {} elapsed, ~{} left] {:<15} {:>6} {:<5} {:<22} {:>9.3} s {:>9.1} MB/s ratio {:>6.3}",
+            p.present,
+            p.total,
+            hms(started.elapsed().as_secs_f64()),
+            hms(p.left_seconds),
+            r.dataset,
+            r.link_mbs,
+            r.workload,
+            r.config,
+            r.seconds,
+            r.write_mbs,
+            r.ratio
+        );
+        Ok(())
     })?;
-    let csv = a.out.join("results.csv");
-    results::write_csv(&csv, &rows)?;
-    let md = report::markdown(&rows);
-    std::fs::write(a.out.join("summary.md"), &md)?;
+    drop(appender);
+    let rows = results::read_csv(&csv)?;
+    std::fs::write(a.out.join("summary.md"), report::markdown(&rows))?;
+    if outcome.stopped {
+        let why = match a.max_minutes {
+            Some(m) if outcome.ran < a.max_rows.unwrap_or(usize::MAX) => {
+                format!("--max-minutes {m} reached")
+            }
+            _ => "--max-rows reached".to_owned(),
+        };
+        eprintln!(
+            "adz-bench: stopped ({why}) after {}: {} rows run now, {} of {} rows in {}; {} rows \
+             left, about {} at this run's pace. Run the same command again to continue.",
+            hms(started.elapsed().as_secs_f64()),
+            outcome.ran,
+            total - outcome.left,
+            total,
+            csv.display(),
+            outcome.left,
+            hms(outcome.left_seconds)
+        );
+    } else {
+        eprintln!(
+            "adz-bench: complete: all {total} rows in {} ({} written by this run){}",
+            csv.display(),
+            outcome.written,
+            if outcome.unavailable > 0 {
+                format!("; {} rows of tools not installed here left out", outcome.unavailable)
+            } else {
+                String::new()
+            }
+        );
+    }
     println!("{}", csv.display());
     Ok(())
+}
+
+/// `--estimate`: the plan, and its run time; of the rows left if --out holds part of it.
+fn estimate(
+    plan: &Plan,
+    record: &PlanRecord,
+    available: &[bool],
+    threads: usize,
+    a: &RunArgs,
+) -> Result<()> {
+    let avail = available.iter().filter(|x| **x).count();
+    println!(
+        "{} rows: {} datasets x {} links x {} workloads, {} static rungs, {} adaptive, {} external tools available",
+        run::planned_rows(plan, available),
+        plan.datasets.len(),
+        plan.links_mbs.len(),
+        plan.workloads.len(),
+        plan.statics.len(),
+        plan.adaptive.len(),
+        avail
+    );
+    let none = Default::default();
+    let secs = run::estimate_seconds(plan, threads, available, &none);
+    println!(
+        "estimated run time: {:.1} hours ({secs:.0} s) on {threads} threads, {} bytes per dataset",
+        secs / 3600.0,
+        plan.size
+    );
+    let Some(st) = State::load(&a.out)? else { return Ok(()) };
+    let diff = st.differences(record, &st.datasets);
+    if !diff.is_empty() {
+        println!(
+            "{} holds another plan (a run would refuse it):\n  {}",
+            a.out.display(),
+            diff.join("\n  ")
+        );
+        return Ok(());
+    }
+    let csv = a.out.join("results.csv");
+    let rows = if csv.exists() { results::read_csv_partial(&csv)?.0 } else { vec![] };
+    let keys: std::collections::HashSet<_> = rows.iter().map(|r| r.key()).collect();
+    let left = run::estimate_seconds(plan, threads, available, &keys);
+    println!(
+        "{} already holds {} of these rows; the rest: about {:.1} hours ({left:.0} s)",
+        a.out.display(),
+        keys.len(),
+        left / 3600.0
+    );
+    Ok(())
+}
+
+/// `--fresh`: remove what a run writes to `out` (nothing else there).
+fn discard(out: &Path) -> Result<()> {
+    for f in ["results.csv", "summary.md", state::PLAN_FILE] {
+        match std::fs::remove_file(out.join(f)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", out.join(f).display()))
+            }
+            _ => {}
+        }
+    }
+    let traces = out.join("traces");
+    if traces.exists() {
+        std::fs::remove_dir_all(&traces)
+            .with_context(|| format!("cannot remove {}", traces.display()))?;
+    }
+    Ok(())
+}
+
+/// `1:02:03`.
+fn hms(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -4,8 +4,9 @@
 //! tools are piped into the same throttle (a pass-through upload of adz's own), so every row
 //! pays for the same link.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -18,7 +19,9 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::oracle::{self, BlockCost, Measurements};
-use crate::results::{Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW, KIND_STATIC};
+use crate::results::{
+    link_key, Key, Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW, KIND_STATIC,
+};
 use crate::solver::Solver;
 
 /// An adaptive configuration: its name in the CSV, the strategy, and whether the link is
@@ -180,13 +183,144 @@ pub fn quick_externals(threads: usize) -> Vec<External> {
     ["zstd-adapt", "zstd-3"].iter().filter_map(|k| external(k, threads)).collect()
 }
 
+/// What a row of the plan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum What {
+    /// `plan.statics[i]` (`none` is the raw row).
+    Static(usize),
+    /// `plan.adaptive[i]`.
+    Adaptive(usize),
+    /// `plan.externals[i]` (sync only).
+    External(usize),
+    /// The oracle bound of the (dataset, link), computed from the sync static sweep's traces.
+    Oracle,
+}
+
+/// One row of the plan: dataset and link (indices into the plan), workload, configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    /// Index into `plan.datasets`.
+    pub dataset: usize,
+    /// Index into `plan.links_mbs`.
+    pub link: usize,
+    /// Workload.
+    pub workload: Workload,
+    /// Configuration.
+    pub what: What,
+}
+
+/// Every row of `plan` in run order: per dataset, link and workload the static rungs, then
+/// (sync) the oracle, the adaptive strategies, then (sync) the external tools. The oracle comes
+/// right after the sweep it is computed from, so a resumed run writes the rows in the same
+/// order as a one-shot run.
+pub fn tasks(plan: &Plan) -> Vec<Task> {
+    let mut v = Vec::new();
+    for dataset in 0..plan.datasets.len() {
+        for link in 0..plan.links_mbs.len() {
+            for &workload in &plan.workloads {
+                let mut push = |what| v.push(Task { dataset, link, workload, what });
+                (0..plan.statics.len()).for_each(|i| push(What::Static(i)));
+                let sync = workload == Workload::Sync;
+                if sync && plan.statics.len() > 1 {
+                    push(What::Oracle);
+                }
+                (0..plan.adaptive.len()).for_each(|i| push(What::Adaptive(i)));
+                if sync {
+                    (0..plan.externals.len()).for_each(|i| push(What::External(i)));
+                }
+            }
+        }
+    }
+    v
+}
+
+impl Plan {
+    /// The `config` column of a task's row.
+    pub fn config(&self, t: &Task) -> String {
+        match t.what {
+            What::Static(i) => self.statics[i].to_string(),
+            What::Adaptive(i) => self.adaptive[i].name.clone(),
+            What::External(i) => self.externals[i].name.clone(),
+            What::Oracle => "oracle".into(),
+        }
+    }
+
+    /// A task's row [`Key`].
+    pub fn key(&self, t: &Task) -> Key {
+        (
+            self.datasets[t.dataset].0.clone(),
+            link_key(self.links_mbs[t.link]),
+            t.workload.name().to_owned(),
+            self.config(t),
+        )
+    }
+
+    /// The trace file of an adz row (adaptive rows, and the sync static sweep for the oracle).
+    fn trace_file(&self, dataset: usize, link: usize, workload: Workload, cfg: &str) -> String {
+        format!(
+            "{}-{}-{}-{cfg}.jsonl",
+            self.datasets[dataset].0,
+            self.links_mbs[link],
+            workload.name()
+        )
+        .replace(['=', ' ', '/'], "_")
+    }
+}
+
 /// The number of rows [`run`] writes for `plan` (externals counted only if available).
-pub fn planned_rows(plan: &Plan, externals_available: usize) -> usize {
-    let per_workload = plan.statics.len() + plan.adaptive.len();
-    let sync = plan.workloads.contains(&Workload::Sync);
-    let per_link = per_workload * plan.workloads.len()
-        + if sync { externals_available + usize::from(plan.statics.len() > 1) } else { 0 };
-    plan.datasets.len() * plan.links_mbs.len() * per_link
+pub fn planned_rows(plan: &Plan, available: &[bool]) -> usize {
+    tasks(plan).iter().filter(|t| is_available(t, available)).count()
+}
+
+fn is_available(t: &Task, available: &[bool]) -> bool {
+    match t.what {
+        What::External(i) => available.get(i).copied().unwrap_or(false),
+        _ => true,
+    }
+}
+
+/// Which of the plan's external tools can be run here.
+pub fn available_externals(plan: &Plan) -> Vec<bool> {
+    plan.externals.iter().map(External::available).collect()
+}
+
+/// Check the rows of an earlier run against `plan` (`bytes[d]`: the bytes of dataset `d`,
+/// `threads` resolved): every row must be one of the plan's, with the plan's bytes and
+/// threads, and appear once. Returns their keys.
+pub fn check_rows(
+    plan: &Plan,
+    bytes: &[u64],
+    threads: usize,
+    rows: &[Row],
+) -> Result<HashSet<Key>> {
+    let planned: HashMap<Key, usize> =
+        tasks(plan).iter().map(|t| (plan.key(t), t.dataset)).collect();
+    let mut seen = HashSet::new();
+    for (i, r) in rows.iter().enumerate() {
+        let what = format!(
+            "row {} ({}, {} bytes, {} MB/s, {}, {}, {} threads)",
+            i + 2,
+            r.dataset,
+            r.bytes,
+            r.link_mbs,
+            r.workload,
+            r.config,
+            r.threads
+        );
+        let Some(&d) = planned.get(&r.key()) else {
+            bail!("{what} is not a row of this run's plan");
+        };
+        if r.bytes != bytes[d] || r.threads != threads {
+            bail!(
+                "{what} does not match this run's plan: {} bytes and {threads} threads",
+                bytes[d]
+            );
+        }
+        if !seen.insert(r.key()) {
+            bail!("{what} appears twice");
+        }
+    }
+    Ok(seen)
 }
 
 /// What one adz write measured.
@@ -196,8 +330,19 @@ struct Measured {
     configs: String,
     compute_seconds: Option<f64>,
     async_share: Option<f64>,
-    blocks: Vec<BlockCost>,
     trace: Vec<u8>,
+}
+
+/// The oracle's per-block costs from an `adz compress --trace` JSONL trace.
+fn parse_blocks(trace: &[u8]) -> Result<Vec<BlockCost>> {
+    let mut blocks = Vec::new();
+    for (i, line) in trace.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+        let t: TraceLine = serde_json::from_slice(line)
+            .with_context(|| format!("line {} is not a trace record", i + 1))?;
+        let stored = if t.stored == 0 { t.raw } else { t.stored };
+        blocks.push(BlockCost { cpu_s: t.cpu_s, stored });
+    }
+    Ok(blocks)
 }
 
 #[derive(Deserialize)]
@@ -290,12 +435,6 @@ fn adz_write(
     let summary = w.finish()?;
     let seconds = start.elapsed().as_secs_f64();
     let trace = std::mem::take(&mut *buf.0.lock().map_err(|_| anyhow::anyhow!("trace poisoned"))?);
-    let mut blocks = Vec::new();
-    for line in trace.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let t: TraceLine = serde_json::from_slice(line).context("bad trace line")?;
-        let stored = if t.stored == 0 { t.raw } else { t.stored };
-        blocks.push(BlockCost { cpu_s: t.cpu_s, stored });
-    }
     let configs =
         summary.configs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let is_async = workload == Workload::Async;
@@ -305,7 +444,6 @@ fn adz_write(
         configs,
         compute_seconds: is_async.then_some(compute),
         async_share: is_async.then(|| if writing > 0.0 { overlap / writing } else { 0.0 }),
-        blocks,
         trace,
     })
 }
@@ -374,151 +512,289 @@ fn row(
     }
 }
 
-/// Run the plan; `progress` gets one line per row. Rows come back in run order.
-pub fn run(plan: &Plan, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>> {
-    let threads = if plan.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        plan.threads
-    };
-    let externals: Vec<&External> = plan.externals.iter().filter(|e| e.available()).collect();
+/// Seconds of one sweep of the async workload's solver on this machine: the unit of the
+/// application's compute work per round. Measured once per output directory (see
+/// `state::State::async_sweep_seconds`).
+pub fn calibrate_sweep() -> f64 {
+    let mut solver = Solver::new(SOLVER_N, 0);
+    let t0 = Instant::now();
+    solver.iterate(3);
+    (t0.elapsed().as_secs_f64() / 3.0).max(1e-6)
+}
+
+/// Grid of the async workload's solver.
+const SOLVER_N: usize = 512;
+
+/// What a resumed run starts from and when it stops.
+pub struct Session {
+    /// Keys of the rows already in results.csv (from [`check_rows`]).
+    pub done: HashSet<Key>,
+    /// Bytes of each dataset (plan order).
+    pub bytes: Vec<u64>,
+    /// [`calibrate_sweep`] of the first run in this output directory.
+    pub sweep_seconds: f64,
+    /// Which of the plan's external tools can be run here.
+    pub available: Vec<bool>,
+    /// Do not start a measured row after this instant.
+    pub deadline: Option<Instant>,
+    /// Do not start more than this many measured rows.
+    pub max_rows: Option<usize>,
+}
+
+/// Where a run stands after a row.
+pub struct Progress {
+    /// Rows of the plan present (earlier runs and this one).
+    pub present: usize,
+    /// Rows of the plan (available external tools only).
+    pub total: usize,
+    /// Estimated seconds of the rows left, at this run's pace so far.
+    pub left_seconds: f64,
+}
+
+/// How a run ended.
+pub struct Outcome {
+    /// Rows this run measured.
+    pub ran: usize,
+    /// Rows this run wrote (measured, and oracle rows).
+    pub written: usize,
+    /// Stopped by the deadline or the row limit before the plan was done.
+    pub stopped: bool,
+    /// Rows left to run (available external tools only).
+    pub left: usize,
+    /// Their estimated seconds at this run's pace.
+    pub left_seconds: f64,
+    /// Rows of external tools that are not installed here (not run, not counted as left).
+    pub unavailable: usize,
+}
+
+/// Run the rows of `plan` that are not in `session.done`, in plan order; `emit` gets each row
+/// as soon as it is measured (to append it to results.csv) with the run's progress. Stops
+/// starting measured rows at the session's deadline or row limit; oracle rows are written
+/// whenever their sweep is complete, from the traces on disk, whichever run measured them.
+pub fn run(
+    plan: &Plan,
+    session: &Session,
+    mut emit: impl FnMut(&Row, &Progress) -> Result<()>,
+) -> Result<Outcome> {
+    let threads = resolve_threads(plan.threads);
     if !(0.0..=1.0).contains(&plan.asynchronism) {
         bail!("the asynchronism must be between 0 and 1, got {}", plan.asynchronism);
     }
-    if let Some(d) = &plan.trace_dir {
-        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-    }
-    // The application's kernel: one sweep's time, measured once, sets the work per round.
-    let mut app = App { solver: Solver::new(512, 0), iters: 1 };
-    let t0 = Instant::now();
-    app.solver.iterate(3);
-    let sweep = (t0.elapsed().as_secs_f64() / 3.0).max(1e-6);
-    let mut rows = Vec::new();
-    for (name, path) in &plan.datasets {
-        let data = Arc::new(crate::datasets::load(path, plan.size)?);
-        let bytes = data.len() as u64;
-        let mut measured = Measurements::default();
-        for (li, &link_mbs) in plan.links_mbs.iter().enumerate() {
-            let link_bps = link_mbs * 1e6;
-            for &wl in &plan.workloads {
-                let per_round = bytes as f64 / plan.rounds.max(1) as f64 / link_bps;
-                app.iters = ((plan.asynchronism * per_round / sweep).round() as usize).max(1);
-                let configs = plan
-                    .statics
-                    .iter()
-                    .map(|&c| (c.to_string(), Strategy::Static(c), false, c == CodecSpec::NONE))
-                    .chain(
-                        plan.adaptive
-                            .iter()
-                            .map(|a| (a.name.clone(), a.strategy, a.auto_link, false)),
-                    );
-                for (cfg, strategy, auto, is_raw) in configs {
-                    let m = adz_write(&data, link_bps, strategy, auto, plan, wl, &mut app)
-                        .with_context(|| {
-                            format!("{name} at {link_mbs} MB/s, {}, {cfg}", wl.name())
-                        })?;
-                    let kind = if is_raw {
-                        KIND_RAW
-                    } else if matches!(strategy, Strategy::Static(_)) {
-                        KIND_STATIC
-                    } else {
-                        KIND_ADAPTIVE
-                    };
-                    // Per-block costs for the oracle: the first link's sync static runs (CPU
-                    // does not depend on the link).
-                    if li == 0 && wl == Workload::Sync && kind != KIND_ADAPTIVE {
-                        measured.add(&cfg, m.blocks);
-                    }
-                    if let (Some(dir), KIND_ADAPTIVE) = (&plan.trace_dir, kind) {
-                        let file = format!("{name}-{link_mbs}-{}-{cfg}.jsonl", wl.name())
-                            .replace(['=', ' ', '/'], "_");
-                        std::fs::write(dir.join(file), &m.trace)?;
-                    }
-                    let mut r =
-                        row(name, bytes, link_mbs, wl, cfg, kind, threads, m.seconds, m.stored);
-                    r.compute_seconds = m.compute_seconds;
-                    r.async_share = m.async_share;
-                    r.configs_used = m.configs;
-                    progress(&r);
-                    rows.push(r);
-                }
-                if wl == Workload::Sync {
-                    for ext in &externals {
-                        let (secs, stored) = external_write(&data, link_bps, ext)
-                            .with_context(|| format!("{name} at {link_mbs} MB/s, {}", ext.name))?;
-                        let r = row(
-                            name,
-                            bytes,
-                            link_mbs,
-                            wl,
-                            ext.name.clone(),
-                            KIND_EXTERNAL,
-                            threads,
-                            secs,
-                            stored,
-                        );
-                        progress(&r);
-                        rows.push(r);
-                    }
-                }
-            }
+    let trace_dir = plan.trace_dir.as_ref().context("a run needs a trace directory")?;
+    std::fs::create_dir_all(trace_dir)
+        .with_context(|| format!("cannot create {}", trace_dir.display()))?;
+    let all: Vec<Task> =
+        tasks(plan).into_iter().filter(|t| is_available(t, &session.available)).collect();
+    let unavailable = tasks(plan).len() - all.len();
+    let mut done = session.done.clone();
+    let mut present = all.iter().filter(|t| done.contains(&plan.key(t))).count();
+    let estimate = |t: &Task| task_estimate(plan, threads, t);
+    let mut left_model: f64 =
+        all.iter().filter(|t| !done.contains(&plan.key(t))).map(estimate).sum();
+    let started = Instant::now();
+    let mut ran_model = 0.0;
+    let mut out =
+        Outcome { ran: 0, written: 0, stopped: false, left: 0, left_seconds: 0.0, unavailable };
+    let mut app = App { solver: Solver::new(SOLVER_N, 0), iters: 1 };
+    let mut data: Option<(usize, Arc<Vec<u8>>)> = None;
+    for t in &all {
+        let key = plan.key(t);
+        if done.contains(&key) {
+            continue;
         }
-        // The oracle bound per link, from the per-block measurements of the static sweep.
-        if plan.workloads.contains(&Workload::Sync) && measured.costs.len() > 1 {
-            for &link_mbs in &plan.links_mbs {
-                if let Some(o) = oracle::oracle(&measured, threads, link_mbs * 1e6) {
-                    let mut r = row(
-                        name,
-                        bytes,
-                        link_mbs,
-                        Workload::Sync,
-                        "oracle".into(),
-                        KIND_ORACLE,
-                        threads,
-                        o.seconds,
-                        o.stored,
-                    );
-                    r.configs_used = o.mix_string();
-                    progress(&r);
-                    rows.push(r);
-                }
+        let row = if t.what == What::Oracle {
+            let sweep_done = (0..plan.statics.len())
+                .all(|i| done.contains(&plan.key(&Task { what: What::Static(i), ..*t })));
+            if !sweep_done {
+                continue; // only after a stop: its sweep is finished by a later run
             }
-        }
+            match oracle_row(plan, t, session.bytes[t.dataset], threads)? {
+                Some(r) => r,
+                None => continue,
+            }
+        } else {
+            if out.stopped
+                || session.deadline.is_some_and(|d| Instant::now() >= d)
+                || session.max_rows.is_some_and(|n| out.ran >= n)
+            {
+                out.stopped = true;
+                continue;
+            }
+            if data.as_ref().is_none_or(|(d, _)| *d != t.dataset) {
+                drop(data.take()); // free the previous dataset first
+                let path = &plan.datasets[t.dataset].1;
+                data = Some((t.dataset, Arc::new(crate::datasets::load(path, plan.size)?)));
+            }
+            let Some((_, bytes)) = &data else { unreachable!("loaded above") };
+            let r = measure(plan, t, bytes, threads, session.sweep_seconds, &mut app, trace_dir)
+                .with_context(|| {
+                    format!(
+                        "{} at {} MB/s, {}, {}",
+                        plan.datasets[t.dataset].0,
+                        plan.links_mbs[t.link],
+                        t.workload.name(),
+                        plan.config(t)
+                    )
+                })?;
+            out.ran += 1;
+            r
+        };
+        let est = estimate(t);
+        left_model -= est;
+        ran_model += est;
+        done.insert(key);
+        present += 1;
+        out.written += 1;
+        let pace = if ran_model > 0.0 { started.elapsed().as_secs_f64() / ran_model } else { 1.0 };
+        let progress =
+            Progress { present, total: all.len(), left_seconds: left_model.max(0.0) * pace };
+        emit(&row, &progress)?;
     }
-    Ok(rows)
+    let pace = if ran_model > 0.0 { started.elapsed().as_secs_f64() / ran_model } else { 1.0 };
+    out.left = all.len() - present;
+    out.left_seconds = left_model.max(0.0) * pace;
+    Ok(out)
 }
 
-/// Seconds the plan should take, from the controller's reference speeds (thesis-era server
-/// core speeds scaled to `threads`) and the links: each row takes at least the raw transfer
-/// time of the compressed bytes and the compression time on `threads` threads. An estimate
-/// for planning, not a measurement.
-pub fn estimate_seconds(plan: &Plan, threads: usize, externals: usize) -> f64 {
-    let per_dataset: f64 = plan
-        .links_mbs
+fn resolve_threads(threads: usize) -> usize {
+    if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    }
+}
+
+/// Measure one adz or external row; write the trace of adaptive rows and of the sync static
+/// sweep (the oracle's input) before the row is returned, so a row in results.csv always has
+/// its trace on disk.
+fn measure(
+    plan: &Plan,
+    t: &Task,
+    data: &Arc<Vec<u8>>,
+    threads: usize,
+    sweep_seconds: f64,
+    app: &mut App,
+    trace_dir: &Path,
+) -> Result<Row> {
+    let name = &plan.datasets[t.dataset].0;
+    let link_mbs = plan.links_mbs[t.link];
+    let link_bps = link_mbs * 1e6;
+    let bytes = data.len() as u64;
+    let wl = t.workload;
+    let cfg = plan.config(t);
+    let (strategy, auto, kind) = match t.what {
+        What::Static(i) => {
+            let c = plan.statics[i];
+            (Strategy::Static(c), false, if c == CodecSpec::NONE { KIND_RAW } else { KIND_STATIC })
+        }
+        What::Adaptive(i) => {
+            let a = &plan.adaptive[i];
+            (a.strategy, a.auto_link, KIND_ADAPTIVE)
+        }
+        What::External(i) => {
+            let (secs, stored) = external_write(data, link_bps, &plan.externals[i])?;
+            return Ok(row(name, bytes, link_mbs, wl, cfg, KIND_EXTERNAL, threads, secs, stored));
+        }
+        What::Oracle => bail!("the oracle is computed, not measured"),
+    };
+    // The application's work per round: the asynchronism's share of a raw write's duration
+    // at this link, in sweeps of the calibrated length (the same for every row of the cell).
+    let per_round = bytes as f64 / plan.rounds.max(1) as f64 / link_bps;
+    app.iters = ((plan.asynchronism * per_round / sweep_seconds).round() as usize).max(1);
+    let m = adz_write(data, link_bps, strategy, auto, plan, wl, app)?;
+    if kind == KIND_ADAPTIVE || wl == Workload::Sync {
+        let file = trace_dir.join(plan.trace_file(t.dataset, t.link, wl, &cfg));
+        let tmp = file.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, &m.trace)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    let mut r = row(name, bytes, link_mbs, wl, cfg, kind, threads, m.seconds, m.stored);
+    r.compute_seconds = m.compute_seconds;
+    r.async_share = m.async_share;
+    r.configs_used = m.configs;
+    Ok(r)
+}
+
+/// The oracle row of a (dataset, link) from its sync static sweep's traces on disk; None if a
+/// trace cannot be used (said on stderr: the row stays missing).
+fn oracle_row(plan: &Plan, t: &Task, bytes: u64, threads: usize) -> Result<Option<Row>> {
+    let trace_dir = plan.trace_dir.as_ref().context("a run needs a trace directory")?;
+    let (name, link_mbs) = (&plan.datasets[t.dataset].0, plan.links_mbs[t.link]);
+    let mut measured = Measurements::default();
+    for c in &plan.statics {
+        let cfg = c.to_string();
+        let file = trace_dir.join(plan.trace_file(t.dataset, t.link, Workload::Sync, &cfg));
+        let blocks = std::fs::read(&file)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| parse_blocks(&text))
+            .with_context(|| format!("the trace of {cfg}, {}", file.display()));
+        let usable = match blocks {
+            Ok(b) => measured.add(&cfg, b),
+            Err(e) => {
+                eprintln!("adz-bench: warning: {e:#}");
+                false
+            }
+        };
+        if !usable {
+            eprintln!(
+                "adz-bench: warning: no oracle row for {name} at {link_mbs} MB/s: the trace of \
+                 {cfg} is missing, unreadable or has another block count than the others; \
+                 delete that row from results.csv to measure it again"
+            );
+            return Ok(None);
+        }
+    }
+    let Some(o) = oracle::oracle(&measured, threads, link_mbs * 1e6) else {
+        return Ok(None);
+    };
+    let mut r = row(
+        name,
+        bytes,
+        link_mbs,
+        Workload::Sync,
+        "oracle".into(),
+        KIND_ORACLE,
+        threads,
+        o.seconds,
+        o.stored,
+    );
+    r.configs_used = o.mix_string();
+    Ok(Some(r))
+}
+
+/// Estimated seconds of one row, from the controller's reference speeds (thesis-era server
+/// core speeds scaled to `threads`) and the link: at least the raw transfer time of the
+/// compressed bytes and the compression time on `threads` threads, plus 0.1 s of writer
+/// set-up, pipeline fill and drain or process start.
+fn task_estimate(plan: &Plan, threads: usize, t: &Task) -> f64 {
+    let link = plan.links_mbs[t.link] * 1e6;
+    let b = plan.size as f64;
+    let one = |speed: f64, ratio: f64| (b / (speed * threads as f64)).max(b / ratio / link);
+    0.1 + match t.what {
+        What::Static(i) => {
+            let r = adz_core::control::reference(plan.statics[i]);
+            one(r.speed, r.ratio)
+        }
+        What::Adaptive(_) => one(f64::INFINITY, 2.5) * 1.5,
+        What::External(_) => one(100e6, 3.0),
+        What::Oracle => 0.0,
+    }
+}
+
+/// Seconds the plan's rows (`skip`: those already done) should take on `threads` threads with
+/// the `available` external tools. An estimate for planning, not a measurement.
+pub fn estimate_seconds(
+    plan: &Plan,
+    threads: usize,
+    available: &[bool],
+    skip: &HashSet<Key>,
+) -> f64 {
+    tasks(plan)
         .iter()
-        .map(|&l| {
-            let link = l * 1e6;
-            let one = |speed: f64, ratio: f64| {
-                let b = plan.size as f64;
-                (b / (speed * threads as f64)).max(b / ratio / link)
-            };
-            let statics: f64 = plan
-                .statics
-                .iter()
-                .map(|&c| {
-                    let r = adz_core::control::reference(c);
-                    one(r.speed, r.ratio)
-                })
-                .sum();
-            let adaptive = plan.adaptive.len() as f64 * one(f64::INFINITY, 2.5) * 1.5;
-            let ext = externals as f64 * one(100e6, 3.0);
-            (statics + adaptive) * plan.workloads.len() as f64 + ext
-        })
-        .sum();
-    // Writer set-up, pipeline fill and drain, process start of external tools: about 0.1 s a
-    // row whatever its size.
-    let overhead = 0.1 * planned_rows(plan, externals) as f64;
-    per_dataset * plan.datasets.len() as f64 + overhead
+        .filter(|t| is_available(t, available) && !skip.contains(&plan.key(t)))
+        .map(|t| task_estimate(plan, threads, t))
+        .sum()
 }
 
 /// The default block size (re-exported for the CLI's defaults).
@@ -570,11 +846,17 @@ mod tests {
             rounds: 4,
             trace_dir: None,
         };
-        let small = estimate_seconds(&plan, 2, 0);
-        let full = estimate_seconds(&Plan { statics: full_statics(), ..plan.clone() }, 2, 0);
+        let none = HashSet::new();
+        let small = estimate_seconds(&plan, 2, &[], &none);
+        let full =
+            estimate_seconds(&Plan { statics: full_statics(), ..plan.clone() }, 2, &[], &none);
         assert!(full > small && small > 0.0);
-        let big = estimate_seconds(&Plan { size: 2 << 30, ..plan.clone() }, 2, 0);
-        let overhead = 0.1 * planned_rows(&plan, 0) as f64;
+        let big = estimate_seconds(&Plan { size: 2 << 30, ..plan.clone() }, 2, &[], &none);
+        let overhead = 0.1 * planned_rows(&plan, &[]) as f64;
         assert!(((big - overhead) / (small - overhead) - 2.0).abs() < 1e-9);
+        // Rows already done are not estimated again.
+        let done: HashSet<Key> = tasks(&plan).iter().take(3).map(|t| plan.key(t)).collect();
+        let rest = estimate_seconds(&plan, 2, &[], &done);
+        assert!(rest < small && rest > 0.0);
     }
 }

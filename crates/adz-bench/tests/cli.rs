@@ -1,5 +1,6 @@
 //! The harness end to end on tiny data: the CSV has every planned row and column, the report
-//! and plots are written, and plot-trace makes a valid PNG.
+//! and plots are written, plot-trace makes a valid PNG, and a run stopped part way resumes to
+//! the rows of a one-shot run.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -116,8 +117,14 @@ fn run_writes_every_planned_row_and_column() {
     // The summary and the traces of the adaptive runs are there.
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("| text | 1200 | sync |"), "{md}");
-    let traces: Vec<_> = std::fs::read_dir(out.join("traces")).unwrap().collect();
-    assert_eq!(traces.len(), 2 * 2 * 2, "s1, s2 x 2 datasets x 2 workloads");
+    let traces: BTreeSet<String> = std::fs::read_dir(out.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    // s1, s2 x 2 datasets x 2 workloads, and the sync static sweep (the oracle's input).
+    assert_eq!(traces.len(), 2 * 2 * 2 + 2 * 3, "{traces:?}");
+    assert!(traces.contains("text-1200-async-s2.jsonl"), "{traces:?}");
+    assert!(traces.contains("climate-1200-sync-zstd:1.jsonl"), "{traces:?}");
 
     // report and plot read the CSV back.
     let rep = ok(&["report", out.join("results.csv").to_str().unwrap()]);
@@ -226,4 +233,209 @@ fn estimate_runs_nothing_and_states_the_time() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("estimated run time"), "{s}");
     assert!(s.contains("48 static rungs"), "{s}");
+}
+
+/// A small plan of 2 datasets x 2 links: per (dataset, link) 3 static rungs + s1 on sync and
+/// async, and the oracle: 36 rows, 32 of them measured.
+fn small_plan<'a>(cache: &'a str, out: &'a str, size: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "--quick",
+        "--size",
+        size,
+        "--datasets",
+        "text,climate",
+        "--links",
+        "1200,6000",
+        "--workloads",
+        "sync,async",
+        "--static",
+        "none,lz4:1,zstd:1",
+        "--adaptive",
+        "s1",
+        "--no-external",
+        "-T",
+        "2",
+        "--rounds",
+        "2",
+        "--cache",
+        cache,
+        "--out",
+        out,
+    ]
+}
+
+const SMALL_ROWS: usize = 36;
+
+/// (dataset, link, workload, config, kind) of each row, in file order.
+fn row_ids(csv: &Path) -> Vec<[String; 5]> {
+    let (header, rows) = read(csv);
+    assert_eq!(header, COLUMNS);
+    rows.iter().map(|r| [0, 2, 3, 4, 5].map(|i| r[i].clone())).collect()
+}
+
+/// No row twice, and an oracle row for a (dataset, link) exactly when its sync static sweep is
+/// complete.
+fn check_partial(ids: &[[String; 5]]) {
+    let keys: BTreeSet<_> = ids.iter().collect();
+    assert_eq!(keys.len(), ids.len(), "a row appears twice: {ids:?}");
+    for ds in ["text", "climate"] {
+        for link in ["1200", "6000"] {
+            let has = |cfg: &str| {
+                ids.iter().any(|r| r[0] == ds && r[1] == link && r[2] == "sync" && r[3] == cfg)
+            };
+            let sweep = ["none", "lz4:1", "zstd:1"].iter().all(|c| has(c));
+            assert_eq!(has("oracle"), sweep, "{ds} at {link}: oracle vs sweep in {ids:?}");
+        }
+    }
+}
+
+#[test]
+fn a_stopped_run_resumes_to_the_rows_of_a_one_shot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (cache, one, parts) =
+        (cache.to_str().unwrap(), dir.path().join("one"), dir.path().join("parts"));
+    ok(&small_plan(cache, one.to_str().unwrap(), "200000"));
+    let expected = row_ids(&one.join("results.csv"));
+    assert_eq!(expected.len(), SMALL_ROWS);
+    check_partial(&expected);
+
+    // The same plan, 5 measured rows per run, the CSV checked after each.
+    let mut args = small_plan(cache, parts.to_str().unwrap(), "200000");
+    args.extend(["--max-rows", "5"]);
+    let csv = parts.join("results.csv");
+    let mut plan_json = None;
+    let mut runs = 0;
+    loop {
+        let out = ok(&args);
+        runs += 1;
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let ids = row_ids(&csv);
+        check_partial(&ids);
+        // Rows come in the one-shot run's order.
+        assert_eq!(ids[..], expected[..ids.len()], "run {runs}");
+        // The async calibration and the plan are written once, then only read.
+        let pj = std::fs::read(parts.join("plan.json")).unwrap();
+        assert_eq!(plan_json.get_or_insert_with(|| pj.clone()), &pj, "run {runs}");
+        assert!(err.contains(&format!("/{SMALL_ROWS} ")), "progress lines: {err}");
+        if ids.len() == SMALL_ROWS {
+            assert!(err.contains("complete: all 36 rows"), "{err}");
+            break;
+        }
+        assert!(err.contains("stopped (--max-rows reached)"), "{err}");
+        assert!(err.contains(&format!("{} rows left", SMALL_ROWS - ids.len())), "{err}");
+        if runs == 2 {
+            // Killed while writing the next row: half a line at the end. The next run cuts it
+            // off (saying so) and measures that row again.
+            let mut text = std::fs::read(&csv).unwrap();
+            let last = text[..text.len() - 1].iter().rposition(|&b| b == b'\n').unwrap();
+            text.truncate(last + 1 + (text.len() - last) / 2);
+            std::fs::write(&csv, &text).unwrap();
+            let out = ok(&args);
+            runs += 1;
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("ended in a partial row"), "{err}");
+            check_partial(&row_ids(&csv));
+        }
+        assert!(runs < 20, "no progress");
+    }
+    assert!(runs >= 7, "32 measured rows, 5 per run: {runs} runs");
+    assert_eq!(row_ids(&csv), expected);
+
+    // Done: another run measures nothing and says so; report and plot read it as a one-shot
+    // CSV (the summary is the report of the file).
+    let before = std::fs::read(&csv).unwrap();
+    let out = ok(&args);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(0 written by this run)"));
+    assert_eq!(std::fs::read(&csv).unwrap(), before);
+    let rep = ok(&["report", csv.to_str().unwrap()]);
+    let md = std::fs::read_to_string(parts.join("summary.md")).unwrap();
+    assert_eq!(String::from_utf8(rep.stdout).unwrap(), md);
+    let one_md = std::fs::read_to_string(one.join("summary.md")).unwrap();
+    let table_rows = |m: &str| m.lines().filter(|l| l.starts_with("| ")).count();
+    assert_eq!(table_rows(&md), table_rows(&one_md));
+    let plots = dir.path().join("plots");
+    let p = ok(&["plot", csv.to_str().unwrap(), plots.to_str().unwrap()]);
+    assert_eq!(std::str::from_utf8(&p.stdout).unwrap().lines().count(), 8);
+}
+
+#[test]
+fn max_minutes_zero_runs_nothing_and_says_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("cache"), dir.path().join("out"));
+    let mut args = small_plan(cache.to_str().unwrap(), out.to_str().unwrap(), "100000");
+    args.extend(["--max-minutes", "0"]);
+    let o = ok(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stopped (--max-minutes 0 reached)"), "{err}");
+    assert!(err.contains("36 rows left"), "{err}");
+    assert!(err.contains("Run the same command again to continue"), "{err}");
+    assert_eq!(row_ids(&out.join("results.csv")).len(), 0, "header only");
+
+    // --estimate counts what is left in --out.
+    args.truncate(args.len() - 2);
+    args.push("--estimate");
+    let o = ok(&args);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("already holds 0 of these rows"), "{s}");
+
+    let bad = bench(&["run", "--max-minutes", "-1", "--estimate"]);
+    assert!(!bad.status.success());
+}
+
+#[test]
+fn a_different_plan_in_out_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("cache"), dir.path().join("out"));
+    let (cache, out_s) = (cache.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = small_plan(cache, out_s, "100000");
+    args.extend(["--max-rows", "2"]);
+    ok(&args);
+    let csv = out.join("results.csv");
+    let before = std::fs::read(&csv).unwrap();
+    assert_eq!(row_ids(&csv).len(), 2);
+
+    // Another --size: refused, naming the difference; nothing written.
+    let mut other = small_plan(cache, out_s, "120000");
+    other.extend(["--max-rows", "2"]);
+    let o = bench(&other);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("holds the results of another plan"), "{err}");
+    assert!(err.contains("size: 100000 there, 120000 in this run"), "{err}");
+    assert!(err.contains("--fresh"), "{err}");
+    assert_eq!(std::fs::read(&csv).unwrap(), before);
+
+    // Other links: refused as well.
+    let mut links = args.clone();
+    let i = links.iter().position(|a| *a == "1200,6000").unwrap();
+    links[i] = "1200";
+    let o = bench(&links);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("links-mbs"));
+
+    // A row that is not in the plan (an edited file): refused, naming the row.
+    let mut text = String::from_utf8(before.clone()).unwrap();
+    text.push_str("text,100000,117,sync,none,raw,2,1,0.1,1,100000,,,\n");
+    std::fs::write(&csv, &text).unwrap();
+    let o = bench(&args);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("row 4 (text, 100000 bytes, 117 MB/s, sync, none"), "{err}");
+    assert!(err.contains("is not a row of this run's plan"), "{err}");
+
+    // A results.csv without the plan it belongs to: refused.
+    std::fs::write(&csv, &before).unwrap();
+    std::fs::remove_file(out.join("plan.json")).unwrap();
+    let o = bench(&args);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("plan.json does not"));
+
+    // --fresh starts over with the new plan.
+    other.push("--fresh");
+    ok(&other);
+    let (_, rows) = read(&csv);
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r[1] == "120000"), "{rows:?}");
 }
