@@ -9,6 +9,8 @@
 #   SIZE=134217728 LINKS="117MB/s" scripts/bench-strategies.sh   # smaller
 #   RUNS=3 scripts/bench-strategies.sh               # each configuration 3 times, interleaved;
 #                                                    # the summary takes medians
+#   WAIT_IDLE=300 scripts/bench-strategies.sh        # before each round, wait (up to 300 s) until
+#                                                    # the machine is 92 % idle over 2 s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${CACHE:-.cache}
@@ -29,6 +31,23 @@ doubles="$OUT/doubles.bin"
 [ "$(stat -c %s "$text" 2>/dev/null || echo 0)" = "$SIZE" ] || head -c "$SIZE" "$CACHE/datasets/text-1g" > "$text"
 [ "$(stat -c %s "$doubles" 2>/dev/null || echo 0)" = "$SIZE" ] || target/release/adz-datagen doubles "$SIZE" 1 > "$doubles"
 
+# A shared machine: wait until nothing else runs (at most WAIT_IDLE seconds; 0: never wait).
+WAIT_IDLE=${WAIT_IDLE:-0}
+wait_idle() {
+    [ "$WAIT_IDLE" -gt 0 ] || return 0
+    local start=$SECONDS a b c d e f g rest t1 i1 t2 i2
+    while :; do
+        read -r _ a b c d e f g rest < /proc/stat; t1=$((a+b+c+d+e+f+g)); i1=$d
+        sleep 2
+        read -r _ a b c d e f g rest < /proc/stat; t2=$((a+b+c+d+e+f+g)); i2=$d
+        [ $((100 * (i2 - i1) / (t2 - t1 + 1))) -ge 92 ] && return 0
+        if [ $((SECONDS - start)) -ge "$WAIT_IDLE" ]; then
+            echo "bench-strategies: the machine was not idle within ${WAIT_IDLE}s; running anyway" >&2
+            return 0
+        fi
+    done
+}
+
 csv="$OUT/results.csv"
 echo "dataset,link_mbs,config,kind,run,seconds,ratio,write_mbs,configs" > "$csv"
 for ds in text doubles; do
@@ -36,6 +55,7 @@ for ds in text doubles; do
     cat "$file" > /dev/null   # page cache: measure the link and the CPU, not the input disk
     for link in $LINKS; do
       for run in $(seq "$RUNS"); do
+        wait_idle
         for cfg in $STATIC $ADAPTIVE; do
             case $cfg in throughput|keep-pace|prolong=*) kind=adaptive; s=$cfg;; *) kind=static; s="static=$cfg";; esac
             log=$("$ADZ" compress -f -T "$THREADS" -s "$s" --throttle "$link" "$file" - 2>&1 >/dev/null)
