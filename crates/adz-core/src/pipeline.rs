@@ -149,6 +149,9 @@ pub struct TraceRecord {
     pub link_mbs: Option<f64>,
     /// Time the sink took for this frame, seconds.
     pub sink_s: f64,
+    /// CPU time the pipeline's threads (feeder, workers, sequencer) spent since the previous
+    /// frame was written, seconds: what the controller is told (`SinkMeasurement::cpu`).
+    pub pipeline_cpu_s: f64,
     /// The frame was waiting when the previous write ended (the sink is the bottleneck).
     pub backlogged: bool,
     /// Seconds since the writer was created, when the frame was written.
@@ -1267,6 +1270,7 @@ fn sequencer(
                     target_mbs: status.target.map(|v| v / 1e6),
                     link_mbs: status.link.map(|v| v / 1e6),
                     sink_s: busy.as_secs_f64(),
+                    pipeline_cpu_s: cpu.as_secs_f64(),
                     backlogged: this_backlogged,
                     t_s: started.elapsed().as_secs_f64(),
                 };

@@ -402,22 +402,25 @@ fn hint_at_the_write_position_then_write_from() {
     assert!(read_back(&store, "q.adz") == [a, b].concat());
 }
 
+/// A trace sink the test can read back.
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[test]
 fn trace_has_one_line_per_block() {
     let store = MemoryStorage::new();
     let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let o = WriteOptions {
-        trace: Some(adz_core::TraceSink::new(Shared(Arc::clone(&buf)))),
+        trace: Some(adz_core::TraceSink::new(SharedBuf(Arc::clone(&buf)))),
         ..opts("throughput", 2, 8192)
     };
     let mut w = Writer::create(&store, "t.adz", o).unwrap();
@@ -434,6 +437,33 @@ fn trace_has_one_line_per_block() {
     // The data class of each block: text first, random in the middle third.
     assert_eq!(lines[0]["class"], 2, "{}", lines[0]);
     assert_eq!(lines[5]["class"], 4, "{}", lines[5]);
+}
+
+/// The pipeline's CPU time the controller is told (`SinkMeasurement::cpu`, in the trace as
+/// `pipeline_cpu_s`) includes every worker's time on its blocks (a worker counts it before
+/// handing the frame on), and more: the feeder and the sequencer. With zstd:19 the workers'
+/// time is most of it, so a worker that did not count its time would show.
+#[test]
+fn the_pipeline_cpu_time_includes_the_workers() {
+    if !cfg!(target_os = "linux") {
+        return; // thread CPU clocks are what cpu-time reads there; elsewhere they may be zero
+    }
+    let store = MemoryStorage::new();
+    let trace = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let o = WriteOptions {
+        trace: Some(adz_core::TraceSink::new(SharedBuf(Arc::clone(&trace)))),
+        ..opts("static=zstd:19", 2, 1 << 16)
+    };
+    let mut w = Writer::create(&store, "c.adz", o).unwrap();
+    w.write(&generate(Kind::Text, 8 << 16, 3)).unwrap();
+    w.finish().unwrap();
+    let text = String::from_utf8(trace.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let sum = |k: &str| lines.iter().map(|l| l[k].as_f64().unwrap()).sum::<f64>();
+    let (pipe, workers) = (sum("pipeline_cpu_s"), sum("cpu_s"));
+    assert_eq!(lines.len(), 8);
+    assert!(workers > 0.0 && pipe >= workers, "pipeline {pipe} s, workers {workers} s");
 }
 
 #[test]
