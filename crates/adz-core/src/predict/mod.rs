@@ -33,7 +33,7 @@ mod sample;
 use std::io::Read;
 use std::time::Instant;
 
-use adz_codec::{apply_filters, max_compressed_len, CodecContext};
+use adz_codec::max_compressed_len;
 use adz_control::{reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
@@ -44,7 +44,7 @@ pub use self::sample::{
     PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, LOOK_SPEED, PLACE_WINDOW, PROBE_FIRST,
     PROBE_LEN, PROBE_SPACING,
 };
-use crate::{Error, Result};
+use crate::{Error, FrameEncoder, Result};
 
 /// The link the time budget is reckoned against when the link is unknown: 10GbE.
 pub const BUDGET_LINK: f64 = 1200e6;
@@ -224,12 +224,10 @@ impl Prediction {
 }
 
 /// Measures candidate rungs on a sample and predicts the write. One per thread; it keeps its
-/// codec contexts and buffers between predictions.
+/// encoder (codec contexts) and buffers between predictions.
 pub struct Predictor {
     cfg: PredictConfig,
-    ctx: CodecContext,
-    filtered: Vec<u8>,
-    scratch: Vec<u8>,
+    encoder: FrameEncoder,
     out: Vec<u8>,
 }
 
@@ -242,13 +240,7 @@ impl std::fmt::Debug for Predictor {
 impl Predictor {
     /// A predictor for `cfg`.
     pub fn new(cfg: PredictConfig) -> Predictor {
-        Predictor {
-            cfg,
-            ctx: CodecContext::new(),
-            filtered: Vec::new(),
-            scratch: Vec::new(),
-            out: Vec::new(),
-        }
+        Predictor { cfg, encoder: FrameEncoder::new(), out: Vec::new() }
     }
 
     /// The configuration.
@@ -521,7 +513,7 @@ impl Predictor {
     /// rather than a whole header: a 16 KiB slice of sparse data compresses to about 200
     /// bytes, and a whole header would halve its ratio.
     pub fn measure(&mut self, sample: &Sample, spec: CodecSpec) -> Result<(RungPerf, u64)> {
-        let bs = self.cfg.block_size.clamp(1, usize::MAX as u64) as usize;
+        let bs = self.cfg.block_size.clamp(1, crate::format::MAX_FRAME_RAW_LEN as u64) as usize;
         let block = bs.min(sample.data_len.clamp(1, usize::MAX as u64) as usize) as f64;
         let mut total = Accumulator::default();
         let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
@@ -581,32 +573,36 @@ impl Predictor {
         Ok(acc.perf())
     }
 
+    /// Encode `block` into a frame as a writer's worker does (`FrameEncoder`: the raw and
+    /// payload checksums, the filters, the codec, the raw fallback), timing all of it: at
+    /// fast links the write is compression-bound, and the worker's time per block is what
+    /// sets its pace, not the codec's alone.
     fn compress_block(
         &mut self,
         block: &[u8],
         spec: CodecSpec,
         acc: &mut Accumulator,
     ) -> Result<()> {
-        // The buffers are sized before the clock starts: the writer's workers reuse theirs,
+        // The buffer is sized before the clock starts: the writer's workers reuse theirs,
         // and growing one (a fresh allocation, zero-filled, faulted in) on the first block of
         // a rung cost that rung a block's worth of time on fast data.
-        self.out.resize(self.out.len().max(max_compressed_len(spec.id(), block.len())), 0);
-        if !self.cfg.filters.is_empty() {
-            self.filtered.resize(block.len(), 0);
+        let need = FRAME_HEADER_LEN + max_compressed_len(spec.id(), block.len()).max(block.len());
+        if self.out.len() < need {
+            self.out.resize(need, 0);
         }
+        self.out.clear();
         let cpu0 = cpu_time::ThreadTime::now();
         let wall0 = Instant::now();
-        let src: &[u8] = if self.cfg.filters.is_empty() {
-            block
-        } else {
-            apply_filters(&self.cfg.filters, block, &mut self.filtered, &mut self.scratch)
-                .map_err(Error::Predict)?;
-            &self.filtered
-        };
-        let n = self.ctx.compress_into(spec, src, &mut self.out).map_err(Error::Predict)?;
+        let (header, _) = self
+            .encoder
+            .encode_split(block, 0, spec, self.cfg.filters, self.cfg.keep_threshold, &mut self.out)
+            .map_err(|e| match e {
+                Error::Codec { source, .. } => Error::Predict(source),
+                e => e,
+            })?;
         let cpu = cpu0.elapsed().as_secs_f64();
         let wall = wall0.elapsed().as_secs_f64();
-        acc.add(block.len() as u64, n as u64, cpu, wall, self.cfg.keep_threshold);
+        acc.add(block.len() as u64, u64::from(header.stored_len), cpu, wall);
         Ok(())
     }
 }
@@ -624,13 +620,13 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, raw: u64, compressed: u64, cpu: f64, wall: f64, keep: f64) {
-        // As the writer does: a block that does not save enough is stored raw.
-        let kept = compressed as f64 <= raw as f64 * keep && compressed < raw;
+    /// A block of `raw` bytes stored in `stored` payload bytes (the raw bytes if the
+    /// encoder kept them raw, as the writer does for a block that does not save enough).
+    fn add(&mut self, raw: u64, stored: u64, cpu: f64, wall: f64) {
         let header =
             if self.header > 0.0 { self.header * raw as f64 } else { FRAME_HEADER_LEN as f64 };
         self.raw += raw;
-        self.stored += if kept { compressed } else { raw } as f64 + header;
+        self.stored += stored as f64 + header;
         self.cpu += cpu;
         self.wall += wall;
     }
