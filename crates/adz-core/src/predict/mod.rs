@@ -159,7 +159,7 @@ pub struct RungEstimate {
     pub time: Option<f64>,
     /// Predicted speedup over writing raw (None: link unknown).
     pub speedup: Option<f64>,
-    /// Sample bytes compressed to measure it.
+    /// Sample bytes compressed to measure it ([`Sample::measured_bytes`]).
     pub bytes: u64,
 }
 
@@ -177,7 +177,8 @@ pub struct Prediction {
     /// The kinds of data the sample's probes found: `(entropy class, share)`; more than one:
     /// the slices were stratified by kind ([`Sample::kinds`]).
     pub kinds: Vec<(u8, f64)>,
-    /// Bytes compressed during the prediction (sample bytes x rungs measured).
+    /// Bytes compressed during the prediction (sample bytes x rungs measured, plus the
+    /// set-up slice again per rung if it is alone of its kind: [`Sample::measured_bytes`]).
     pub compressed_bytes: u64,
     /// Wall time the prediction took, seconds, the sample's look at its bytes included
     /// ([`Sample::look_seconds`]).
@@ -370,14 +371,22 @@ impl Predictor {
         // ("sample less" rather than measure less): the longest slices first, each to at
         // least MIN_SLICE; a stratified sample keeps fewer slices rather than cut them below
         // its floor (`Sample::fit`). Costlier rungs are measured only while the budget lasts.
+        // What a rung compresses is the sample's measured bytes: a set-up slice alone of its
+        // kind is compressed twice (`Predictor::measure`).
         let per_byte = cheapest_per_byte(&candidates);
         let room = (budget - look_planned).max(0.0);
-        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > room {
+        if per_byte > 0.0 && sample.measured_bytes() as f64 * per_byte > room {
             let floor = sample.spread.map_or(MIN_SLICE, |s| self.cfg.sample.strata(s).1);
-            let fit = sample.fit((room / per_byte) as u64, floor, MIN_SLICE);
+            let cap = (room / per_byte) as u64;
+            let mut fit = sample.fit(cap, floor, MIN_SLICE);
+            let again = fit.measured_bytes() - fit.bytes();
+            if again > 0 && fit.measured_bytes() > cap {
+                fit = sample.fit(cap.saturating_sub(again), floor, MIN_SLICE);
+            }
             sample_used = std::borrow::Cow::Owned(fit);
         }
         let sampled = sample_used.bytes();
+        let measured_bytes = sample_used.measured_bytes();
 
         // The look at the bytes, on what will be compressed (it costs a pass over it).
         let heuristic = classify_sample(&sample_used);
@@ -411,7 +420,7 @@ impl Predictor {
         };
         for spec in candidates {
             let level = level_of(level_sum, perfs.len());
-            let cost = sampled as f64 / (reference(spec).speed * level);
+            let cost = measured_bytes as f64 / (reference(spec).speed * level);
             let spent = looked + t0.elapsed().as_secs_f64();
             if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
@@ -512,38 +521,62 @@ impl Predictor {
     /// of a block, so it carries its share of the block's frame header (`56 x len / block`)
     /// rather than a whole header: a 16 KiB slice of sparse data compresses to about 200
     /// bytes, and a whole header would halve its ratio.
+    ///
+    /// A rung's first call pays the codec's set-up: zstd allocates and clears its tables
+    /// for the level and the input's size (on 155 kB slices of text, zstd:1's first call took
+    /// 540-620 us and faulted in 47-71 pages, the next ones 460 us and none; zstd:3's first
+    /// 1016 us against 550). A writer's worker pays that once per rung for the whole write,
+    /// the sample paid it on one of three slices. So the longest slice (whose set-up fits the
+    /// others) is compressed first and its time is not taken: its seconds per byte are those
+    /// of the other slices of its kind, or, if it is its kind's only slice, of a second call
+    /// ([`Sample::measured_bytes`] counts it).
     pub fn measure(&mut self, sample: &Sample, spec: CodecSpec) -> Result<(RungPerf, u64)> {
         let bs = self.cfg.block_size.clamp(1, crate::format::MAX_FRAME_RAW_LEN as u64) as usize;
         let block = bs.min(sample.data_len.clamp(1, usize::MAX as u64) as usize) as f64;
-        let mut total = Accumulator::default();
-        let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
-        for (i, (_, slice)) in sample.slices.iter().enumerate() {
-            let mut acc =
-                Accumulator { header: FRAME_HEADER_LEN as f64 / block, ..Default::default() };
-            for part in slice.chunks(bs) {
-                self.compress_block(part, spec, &mut acc)?;
-            }
-            if acc.raw == 0 {
-                continue;
-            }
-            let w = sample.weight(i);
-            weight += w;
-            stored += w * acc.stored / acc.raw as f64;
-            secs += w * acc.secs() / acc.raw as f64;
-            total.raw += acc.raw;
-            total.stored += acc.stored;
-            total.cpu += acc.cpu;
-            total.wall += acc.wall;
-        }
-        let perf = if weight > 0.0 {
-            RungPerf {
-                speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
-                ratio: if stored > 0.0 { weight / stored } else { 1.0 },
-            }
-        } else {
-            total.perf()
+        let n = sample.slices.len();
+        let Some(first) = sample.setup_slice() else {
+            return Ok((RungPerf { speed: f64::INFINITY, ratio: 1.0 }, 0));
         };
-        Ok((perf, total.raw))
+        let mut slices = vec![SliceMeasure::default(); n];
+        let mut bytes = 0u64;
+        for i in std::iter::once(first).chain((0..n).filter(|&i| i != first)) {
+            let acc = self.measure_slice(&sample.slices[i].1, spec, bs, block)?;
+            bytes += acc.raw;
+            slices[i] = SliceMeasure {
+                raw: acc.raw,
+                stored: acc.stored,
+                secs: acc.secs(),
+                weight: sample.weight(i),
+                kind: sample.classes.get(i).copied(),
+            };
+        }
+        if slices[first].raw > 0 {
+            slices[first].secs = match warm_secs(&slices, first) {
+                Some(secs) => secs,
+                None => {
+                    let again = self.measure_slice(&sample.slices[first].1, spec, bs, block)?;
+                    bytes += again.raw;
+                    again.secs()
+                }
+            };
+        }
+        Ok((combine(&slices), bytes))
+    }
+
+    /// One slice compressed as blocks of at most `bs` bytes, each carrying its share of a
+    /// `block`-byte block's frame header.
+    fn measure_slice(
+        &mut self,
+        slice: &[u8],
+        spec: CodecSpec,
+        bs: usize,
+        block: f64,
+    ) -> Result<Accumulator> {
+        let mut acc = Accumulator { header: FRAME_HEADER_LEN as f64 / block, ..Default::default() };
+        for part in slice.chunks(bs) {
+            self.compress_block(part, spec, &mut acc)?;
+        }
+        Ok(acc)
     }
 
     /// Compress all of `src` block by block with `spec` (one thread): what the rung really
@@ -607,6 +640,62 @@ impl Predictor {
     }
 }
 
+/// One slice's measurement with one rung.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct SliceMeasure {
+    /// Raw bytes compressed.
+    raw: u64,
+    /// Bytes stored for them (frame header share included).
+    stored: f64,
+    /// Seconds they took.
+    secs: f64,
+    /// Bytes of the write the slice stands for.
+    weight: f64,
+    /// The entropy class it was placed for (a stratified sample), None: data of one kind.
+    kind: Option<u8>,
+}
+
+/// The seconds slice `first` (the one that paid the codec's set-up) would have taken warm:
+/// its raw bytes at the weighted mean seconds per byte of the other slices of its kind. None
+/// if it is its kind's only slice.
+fn warm_secs(slices: &[SliceMeasure], first: usize) -> Option<f64> {
+    let me = slices.get(first)?;
+    let (mut w, mut per_byte) = (0.0f64, 0.0f64);
+    for (i, s) in slices.iter().enumerate() {
+        if i != first && s.kind == me.kind && s.raw > 0 && s.weight > 0.0 {
+            w += s.weight;
+            per_byte += s.weight * s.secs / s.raw as f64;
+        }
+    }
+    (w > 0.0).then(|| per_byte / w * me.raw as f64)
+}
+
+/// A rung's performance from its slices: the write's bytes over the sum of each slice's
+/// stored bytes (seconds) per raw byte times the bytes it stands for (equal weights: all raw
+/// over all stored).
+fn combine(slices: &[SliceMeasure]) -> RungPerf {
+    let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
+    for s in slices.iter().filter(|s| s.raw > 0) {
+        weight += s.weight;
+        stored += s.weight * s.stored / s.raw as f64;
+        secs += s.weight * s.secs / s.raw as f64;
+    }
+    if weight > 0.0 {
+        return RungPerf {
+            speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
+            ratio: if stored > 0.0 { weight / stored } else { 1.0 },
+        };
+    }
+    // No weights: all raw over all stored.
+    let raw: u64 = slices.iter().map(|s| s.raw).sum();
+    let stored: f64 = slices.iter().map(|s| s.stored).sum();
+    let secs: f64 = slices.iter().map(|s| s.secs).sum();
+    RungPerf {
+        speed: if secs > 0.0 { raw as f64 / secs } else { f64::INFINITY },
+        ratio: if stored > 0.0 { raw as f64 / stored } else { 1.0 },
+    }
+}
+
 /// Sums over the blocks of one rung's measurement.
 #[derive(Default)]
 struct Accumulator {
@@ -647,5 +736,49 @@ impl Accumulator {
             speed: if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
             ratio: if self.stored > 0.0 { self.raw as f64 / self.stored } else { 1.0 },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(raw: u64, secs: f64, kind: Option<u8>) -> SliceMeasure {
+        SliceMeasure { raw, stored: raw as f64 / 2.0, secs, weight: raw as f64, kind }
+    }
+
+    /// The slice that set the rung up took ten times as long as it would warm; the rung's
+    /// speed is that of the warm slices, not a third lower.
+    #[test]
+    fn the_set_up_slice_takes_its_kinds_time() {
+        // Three slices of 100 kB at 1 ms each (100 MB/s), the first one cold (10 ms).
+        let mut s = vec![slice(100_000, 0.010, None), slice(100_000, 0.001, None)];
+        s.push(slice(100_000, 0.001, None));
+        let cold = combine(&s).speed;
+        assert!((cold / 25e6 - 1.0).abs() < 1e-9, "{cold}: 300 kB in 12 ms");
+        s[0].secs = warm_secs(&s, 0).unwrap();
+        assert!((s[0].secs / 0.001 - 1.0).abs() < 1e-9);
+        assert!((combine(&s).speed / 100e6 - 1.0).abs() < 1e-9);
+        // Per byte: a longer set-up slice takes proportionally longer.
+        s[0].raw = 200_000;
+        assert!((warm_secs(&s, 0).unwrap() / 0.002 - 1.0).abs() < 1e-9);
+    }
+
+    /// Only slices of the set-up slice's kind stand in for it (sparse data compresses ten
+    /// times faster than text); alone of its kind it has no stand-in, and is measured again.
+    #[test]
+    fn only_its_own_kind_stands_in_for_the_set_up_slice() {
+        let s = [
+            slice(100_000, 0.010, Some(2)),
+            slice(100_000, 0.0001, Some(1)),
+            slice(50_000, 0.0005, Some(2)),
+        ];
+        assert!((warm_secs(&s, 0).unwrap() / 0.001 - 1.0).abs() < 1e-9);
+        assert_eq!(warm_secs(&s, 1), None);
+        let one = [slice(100_000, 0.010, None)];
+        assert_eq!(warm_secs(&one, 0), None);
+        // Slices with no bytes or no weight say nothing.
+        let empty = [slice(100_000, 0.010, None), slice(0, 0.0, None)];
+        assert_eq!(warm_secs(&empty, 0), None);
     }
 }
