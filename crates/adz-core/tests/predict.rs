@@ -124,9 +124,20 @@ fn the_budget_is_respected() {
         let rungs = ["lz4:1", "zstd:1", "zstd:3"];
         let mut p = predictor(2, &rungs);
         let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
-        // Every compressed byte is a sample byte, once per rung measured.
-        assert_eq!(pred.compressed_bytes, pred.sampled_bytes * pred.rungs.len() as u64);
-        assert!(pred.compressed_bytes as f64 <= 3.0 * (0.02 * len as f64 + one_slice));
+        // Every compressed byte is a sample byte, once per rung measured, and the slice that
+        // sets each rung up a second time if it is alone of its kind (mixed data).
+        let per_rung = pred.rungs[0].bytes;
+        assert!(pred.rungs.iter().all(|r| r.bytes == per_rung), "{kind} {len}: {pred:?}");
+        assert_eq!(pred.compressed_bytes, per_rung * pred.rungs.len() as u64);
+        if pred.sampled_bytes == sample.bytes() {
+            assert_eq!(per_rung, sample.measured_bytes(), "{kind} {len}");
+        }
+        let again = per_rung - pred.sampled_bytes;
+        assert!(again <= pred.sampled_bytes, "{kind} {len}: {again}");
+        if kind == Kind::Text && pred.slices > 1 {
+            assert_eq!(again, 0, "{len}: slices of one kind, each once");
+        }
+        assert!(pred.compressed_bytes as f64 <= 2.0 * 3.0 * (0.02 * len as f64 + one_slice));
     }
     // A tiny time budget: the three cheapest rungs are measured, cheapest first, on a sample
     // cut to the shortest slices; the costlier ones are skipped.
@@ -572,4 +583,47 @@ fn the_sample_is_planned_to_the_budget_before_it_is_read() {
     // Unknown link: the budget is reckoned at 10GbE.
     let unknown = p.plan_sample(Strategy::Throughput, None, len);
     assert_eq!(bytes(&unknown), bytes(&mid));
+}
+
+/// Each rung's first call sets its codec up (zstd allocates and clears its tables): that is
+/// on the longest slice, whose time is then taken from the other slices of its kind, or from
+/// a second call if it is alone of its kind. The bytes compressed say which.
+#[test]
+fn each_rung_is_set_up_on_the_longest_slice_before_it_is_timed() {
+    let data = generate(Kind::Text, 8 << 20, 3);
+    let mut p = predictor(1, &["lz4:1", "zstd:1"]);
+    // Three slices of one kind: each compressed once.
+    let three = Sample::from_slice(&data, &SampleConfig { probes: 0, ..SampleConfig::default() });
+    assert_eq!(three.slices.len(), 3);
+    assert!(!three.setup_alone());
+    assert_eq!(three.measured_bytes(), three.bytes());
+    let (_, bytes) = p.measure(&three, spec("zstd:1")).unwrap();
+    assert_eq!(bytes, three.bytes());
+    // One slice: compressed twice, the second call timed.
+    let one = Sample::from_slice(
+        &data,
+        &SampleConfig { slices: 1, probes: 0, ..SampleConfig::default() },
+    );
+    assert_eq!(one.slices.len(), 1);
+    assert!(one.setup_alone());
+    let (perf, bytes) = p.measure(&one, spec("zstd:1")).unwrap();
+    assert_eq!(bytes, 2 * one.bytes());
+    assert!(perf.speed.is_finite() && perf.speed > 0.0);
+    // Slices of different lengths: the longest sets the rung up.
+    let mut uneven = three.clone();
+    uneven.slices[0].1.truncate(20_000);
+    uneven.slices[2].1.truncate(30_000);
+    assert_eq!(uneven.setup_slice(), Some(1));
+    // Stratified, the longest slice alone of its class: it is compressed twice.
+    let mut classed = uneven.clone();
+    classed.classes = vec![2, 1, 2];
+    classed.weights = vec![1e6, 2e6, 1e6];
+    assert!(classed.setup_alone());
+    assert_eq!(classed.measured_bytes(), classed.bytes() + classed.slices[1].1.len() as u64);
+    let (_, bytes) = p.measure(&classed, spec("lz4:1")).unwrap();
+    assert_eq!(bytes, classed.measured_bytes());
+    classed.classes = vec![2, 2, 1];
+    assert!(!classed.setup_alone());
+    let (_, bytes) = p.measure(&classed, spec("lz4:1")).unwrap();
+    assert_eq!(bytes, classed.bytes());
 }

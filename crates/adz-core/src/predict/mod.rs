@@ -33,7 +33,7 @@ mod sample;
 use std::io::Read;
 use std::time::Instant;
 
-use adz_codec::{apply_filters, max_compressed_len, CodecContext};
+use adz_codec::max_compressed_len;
 use adz_control::{reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
@@ -44,7 +44,7 @@ pub use self::sample::{
     PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, LOOK_SPEED, PLACE_WINDOW, PROBE_FIRST,
     PROBE_LEN, PROBE_SPACING,
 };
-use crate::{Error, Result};
+use crate::{Error, FrameEncoder, Result};
 
 /// The link the time budget is reckoned against when the link is unknown: 10GbE.
 pub const BUDGET_LINK: f64 = 1200e6;
@@ -159,7 +159,7 @@ pub struct RungEstimate {
     pub time: Option<f64>,
     /// Predicted speedup over writing raw (None: link unknown).
     pub speedup: Option<f64>,
-    /// Sample bytes compressed to measure it.
+    /// Sample bytes compressed to measure it ([`Sample::measured_bytes`]).
     pub bytes: u64,
 }
 
@@ -177,7 +177,8 @@ pub struct Prediction {
     /// The kinds of data the sample's probes found: `(entropy class, share)`; more than one:
     /// the slices were stratified by kind ([`Sample::kinds`]).
     pub kinds: Vec<(u8, f64)>,
-    /// Bytes compressed during the prediction (sample bytes x rungs measured).
+    /// Bytes compressed during the prediction (sample bytes x rungs measured, plus the
+    /// set-up slice again per rung if it is alone of its kind: [`Sample::measured_bytes`]).
     pub compressed_bytes: u64,
     /// Wall time the prediction took, seconds, the sample's look at its bytes included
     /// ([`Sample::look_seconds`]).
@@ -224,12 +225,10 @@ impl Prediction {
 }
 
 /// Measures candidate rungs on a sample and predicts the write. One per thread; it keeps its
-/// codec contexts and buffers between predictions.
+/// encoder (codec contexts) and buffers between predictions.
 pub struct Predictor {
     cfg: PredictConfig,
-    ctx: CodecContext,
-    filtered: Vec<u8>,
-    scratch: Vec<u8>,
+    encoder: FrameEncoder,
     out: Vec<u8>,
 }
 
@@ -242,13 +241,7 @@ impl std::fmt::Debug for Predictor {
 impl Predictor {
     /// A predictor for `cfg`.
     pub fn new(cfg: PredictConfig) -> Predictor {
-        Predictor {
-            cfg,
-            ctx: CodecContext::new(),
-            filtered: Vec::new(),
-            scratch: Vec::new(),
-            out: Vec::new(),
-        }
+        Predictor { cfg, encoder: FrameEncoder::new(), out: Vec::new() }
     }
 
     /// The configuration.
@@ -378,14 +371,22 @@ impl Predictor {
         // ("sample less" rather than measure less): the longest slices first, each to at
         // least MIN_SLICE; a stratified sample keeps fewer slices rather than cut them below
         // its floor (`Sample::fit`). Costlier rungs are measured only while the budget lasts.
+        // What a rung compresses is the sample's measured bytes: a set-up slice alone of its
+        // kind is compressed twice (`Predictor::measure`).
         let per_byte = cheapest_per_byte(&candidates);
         let room = (budget - look_planned).max(0.0);
-        if per_byte > 0.0 && sample.bytes() as f64 * per_byte > room {
+        if per_byte > 0.0 && sample.measured_bytes() as f64 * per_byte > room {
             let floor = sample.spread.map_or(MIN_SLICE, |s| self.cfg.sample.strata(s).1);
-            let fit = sample.fit((room / per_byte) as u64, floor, MIN_SLICE);
+            let cap = (room / per_byte) as u64;
+            let mut fit = sample.fit(cap, floor, MIN_SLICE);
+            let again = fit.measured_bytes() - fit.bytes();
+            if again > 0 && fit.measured_bytes() > cap {
+                fit = sample.fit(cap.saturating_sub(again), floor, MIN_SLICE);
+            }
             sample_used = std::borrow::Cow::Owned(fit);
         }
         let sampled = sample_used.bytes();
+        let measured_bytes = sample_used.measured_bytes();
 
         // The look at the bytes, on what will be compressed (it costs a pass over it).
         let heuristic = classify_sample(&sample_used);
@@ -418,8 +419,7 @@ impl Predictor {
             bytes,
         };
         for spec in candidates {
-            let level = level_of(level_sum, perfs.len());
-            let cost = sampled as f64 / (reference(spec).speed * level);
+            let cost = measured_bytes as f64 / (reference(spec).speed * codec_level(spec, &rungs));
             let spent = looked + t0.elapsed().as_secs_f64();
             if perfs.len() >= MIN_RUNGS && spent + cost > budget {
                 skipped.push(spec);
@@ -520,38 +520,62 @@ impl Predictor {
     /// of a block, so it carries its share of the block's frame header (`56 x len / block`)
     /// rather than a whole header: a 16 KiB slice of sparse data compresses to about 200
     /// bytes, and a whole header would halve its ratio.
+    ///
+    /// A rung's first call pays the codec's set-up: zstd allocates and clears its tables
+    /// for the level and the input's size (on 155 kB slices of text, zstd:1's first call took
+    /// 540-620 us and faulted in 47-71 pages, the next ones 460 us and none; zstd:3's first
+    /// 1016 us against 550). A writer's worker pays that once per rung for the whole write,
+    /// the sample paid it on one of three slices. So the longest slice (whose set-up fits the
+    /// others) is compressed first and its time is not taken: its seconds per byte are those
+    /// of the other slices of its kind, or, if it is its kind's only slice, of a second call
+    /// ([`Sample::measured_bytes`] counts it).
     pub fn measure(&mut self, sample: &Sample, spec: CodecSpec) -> Result<(RungPerf, u64)> {
-        let bs = self.cfg.block_size.clamp(1, usize::MAX as u64) as usize;
+        let bs = self.cfg.block_size.clamp(1, crate::format::MAX_FRAME_RAW_LEN as u64) as usize;
         let block = bs.min(sample.data_len.clamp(1, usize::MAX as u64) as usize) as f64;
-        let mut total = Accumulator::default();
-        let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
-        for (i, (_, slice)) in sample.slices.iter().enumerate() {
-            let mut acc =
-                Accumulator { header: FRAME_HEADER_LEN as f64 / block, ..Default::default() };
-            for part in slice.chunks(bs) {
-                self.compress_block(part, spec, &mut acc)?;
-            }
-            if acc.raw == 0 {
-                continue;
-            }
-            let w = sample.weight(i);
-            weight += w;
-            stored += w * acc.stored / acc.raw as f64;
-            secs += w * acc.secs() / acc.raw as f64;
-            total.raw += acc.raw;
-            total.stored += acc.stored;
-            total.cpu += acc.cpu;
-            total.wall += acc.wall;
-        }
-        let perf = if weight > 0.0 {
-            RungPerf {
-                speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
-                ratio: if stored > 0.0 { weight / stored } else { 1.0 },
-            }
-        } else {
-            total.perf()
+        let n = sample.slices.len();
+        let Some(first) = sample.setup_slice() else {
+            return Ok((RungPerf { speed: f64::INFINITY, ratio: 1.0 }, 0));
         };
-        Ok((perf, total.raw))
+        let mut slices = vec![SliceMeasure::default(); n];
+        let mut bytes = 0u64;
+        for i in std::iter::once(first).chain((0..n).filter(|&i| i != first)) {
+            let acc = self.measure_slice(&sample.slices[i].1, spec, bs, block)?;
+            bytes += acc.raw;
+            slices[i] = SliceMeasure {
+                raw: acc.raw,
+                stored: acc.stored,
+                secs: acc.secs(),
+                weight: sample.weight(i),
+                kind: sample.classes.get(i).copied(),
+            };
+        }
+        if slices[first].raw > 0 {
+            slices[first].secs = match warm_secs(&slices, first) {
+                Some(secs) => secs,
+                None => {
+                    let again = self.measure_slice(&sample.slices[first].1, spec, bs, block)?;
+                    bytes += again.raw;
+                    again.secs()
+                }
+            };
+        }
+        Ok((combine(&slices), bytes))
+    }
+
+    /// One slice compressed as blocks of at most `bs` bytes, each carrying its share of a
+    /// `block`-byte block's frame header.
+    fn measure_slice(
+        &mut self,
+        slice: &[u8],
+        spec: CodecSpec,
+        bs: usize,
+        block: f64,
+    ) -> Result<Accumulator> {
+        let mut acc = Accumulator { header: FRAME_HEADER_LEN as f64 / block, ..Default::default() };
+        for part in slice.chunks(bs) {
+            self.compress_block(part, spec, &mut acc)?;
+        }
+        Ok(acc)
     }
 
     /// Compress all of `src` block by block with `spec` (one thread): what the rung really
@@ -581,33 +605,115 @@ impl Predictor {
         Ok(acc.perf())
     }
 
+    /// Encode `block` into a frame as a writer's worker does (`FrameEncoder`: the raw and
+    /// payload checksums, the filters, the codec, the raw fallback), timing all of it: at
+    /// fast links the write is compression-bound, and the worker's time per block is what
+    /// sets its pace, not the codec's alone.
     fn compress_block(
         &mut self,
         block: &[u8],
         spec: CodecSpec,
         acc: &mut Accumulator,
     ) -> Result<()> {
-        // The buffers are sized before the clock starts: the writer's workers reuse theirs,
+        // The buffer is sized before the clock starts: the writer's workers reuse theirs,
         // and growing one (a fresh allocation, zero-filled, faulted in) on the first block of
         // a rung cost that rung a block's worth of time on fast data.
-        self.out.resize(self.out.len().max(max_compressed_len(spec.id(), block.len())), 0);
-        if !self.cfg.filters.is_empty() {
-            self.filtered.resize(block.len(), 0);
+        let need = FRAME_HEADER_LEN + max_compressed_len(spec.id(), block.len()).max(block.len());
+        if self.out.len() < need {
+            self.out.resize(need, 0);
         }
+        self.out.clear();
         let cpu0 = cpu_time::ThreadTime::now();
         let wall0 = Instant::now();
-        let src: &[u8] = if self.cfg.filters.is_empty() {
-            block
-        } else {
-            apply_filters(&self.cfg.filters, block, &mut self.filtered, &mut self.scratch)
-                .map_err(Error::Predict)?;
-            &self.filtered
-        };
-        let n = self.ctx.compress_into(spec, src, &mut self.out).map_err(Error::Predict)?;
+        let (header, _) = self
+            .encoder
+            .encode_split(block, 0, spec, self.cfg.filters, self.cfg.keep_threshold, &mut self.out)
+            .map_err(|e| match e {
+                Error::Codec { source, .. } => Error::Predict(source),
+                e => e,
+            })?;
         let cpu = cpu0.elapsed().as_secs_f64();
         let wall = wall0.elapsed().as_secs_f64();
-        acc.add(block.len() as u64, n as u64, cpu, wall, self.cfg.keep_threshold);
+        acc.add(block.len() as u64, u64::from(header.stored_len), cpu, wall);
         Ok(())
+    }
+}
+
+/// The speed level (measured / reference speed) a candidate not yet measured is guessed at to
+/// decide whether it fits the budget: the geometric mean over the measured rungs of its codec,
+/// or the controller's prior if none is measured. The reference table's shape holds within a
+/// codec, not across codecs: on datagen doubles lz4 and zstd ran at 2-15x the table and xz:6
+/// at 1x, and at the level of all rungs measured xz:6 seemed to fit a 88 ms budget and took
+/// 400 ms.
+fn codec_level(spec: CodecSpec, measured: &[RungEstimate]) -> f64 {
+    let (mut sum, mut n) = (0.0f64, 0usize);
+    for r in measured.iter().filter(|r| r.spec.id() == spec.id()) {
+        let l = r.speed / reference(r.spec).speed;
+        if l.is_finite() && l > 0.0 {
+            sum += l.ln();
+            n += 1;
+        }
+    }
+    if n == 0 {
+        INITIAL_LEVEL
+    } else {
+        (sum / n as f64).exp()
+    }
+}
+
+/// One slice's measurement with one rung.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct SliceMeasure {
+    /// Raw bytes compressed.
+    raw: u64,
+    /// Bytes stored for them (frame header share included).
+    stored: f64,
+    /// Seconds they took.
+    secs: f64,
+    /// Bytes of the write the slice stands for.
+    weight: f64,
+    /// The entropy class it was placed for (a stratified sample), None: data of one kind.
+    kind: Option<u8>,
+}
+
+/// The seconds slice `first` (the one that paid the codec's set-up) would have taken warm:
+/// its raw bytes at the weighted mean seconds per byte of the other slices of its kind. None
+/// if it is its kind's only slice.
+fn warm_secs(slices: &[SliceMeasure], first: usize) -> Option<f64> {
+    let me = slices.get(first)?;
+    let (mut w, mut per_byte) = (0.0f64, 0.0f64);
+    for (i, s) in slices.iter().enumerate() {
+        if i != first && s.kind == me.kind && s.raw > 0 && s.weight > 0.0 {
+            w += s.weight;
+            per_byte += s.weight * s.secs / s.raw as f64;
+        }
+    }
+    (w > 0.0).then(|| per_byte / w * me.raw as f64)
+}
+
+/// A rung's performance from its slices: the write's bytes over the sum of each slice's
+/// stored bytes (seconds) per raw byte times the bytes it stands for (equal weights: all raw
+/// over all stored).
+fn combine(slices: &[SliceMeasure]) -> RungPerf {
+    let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
+    for s in slices.iter().filter(|s| s.raw > 0) {
+        weight += s.weight;
+        stored += s.weight * s.stored / s.raw as f64;
+        secs += s.weight * s.secs / s.raw as f64;
+    }
+    if weight > 0.0 {
+        return RungPerf {
+            speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
+            ratio: if stored > 0.0 { weight / stored } else { 1.0 },
+        };
+    }
+    // No weights: all raw over all stored.
+    let raw: u64 = slices.iter().map(|s| s.raw).sum();
+    let stored: f64 = slices.iter().map(|s| s.stored).sum();
+    let secs: f64 = slices.iter().map(|s| s.secs).sum();
+    RungPerf {
+        speed: if secs > 0.0 { raw as f64 / secs } else { f64::INFINITY },
+        ratio: if stored > 0.0 { raw as f64 / stored } else { 1.0 },
     }
 }
 
@@ -624,13 +730,13 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, raw: u64, compressed: u64, cpu: f64, wall: f64, keep: f64) {
-        // As the writer does: a block that does not save enough is stored raw.
-        let kept = compressed as f64 <= raw as f64 * keep && compressed < raw;
+    /// A block of `raw` bytes stored in `stored` payload bytes (the raw bytes if the
+    /// encoder kept them raw, as the writer does for a block that does not save enough).
+    fn add(&mut self, raw: u64, stored: u64, cpu: f64, wall: f64) {
         let header =
             if self.header > 0.0 { self.header * raw as f64 } else { FRAME_HEADER_LEN as f64 };
         self.raw += raw;
-        self.stored += if kept { compressed } else { raw } as f64 + header;
+        self.stored += stored as f64 + header;
         self.cpu += cpu;
         self.wall += wall;
     }
@@ -651,5 +757,76 @@ impl Accumulator {
             speed: if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
             ratio: if self.stored > 0.0 { self.raw as f64 / self.stored } else { 1.0 },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A candidate's cost is guessed at its own codec's measured level, not at other codecs':
+    /// zstd measured at 10x the table says nothing about xz.
+    #[test]
+    fn an_unmeasured_codec_is_guessed_at_the_prior_level() {
+        let at = |spec: &str, level: f64| {
+            let spec: CodecSpec = spec.parse().unwrap();
+            let speed = reference(spec).speed * level;
+            RungEstimate {
+                spec,
+                ratio: 1.05,
+                speed,
+                aggregate_speed: speed,
+                compress_time: 0.0,
+                transfer_time: None,
+                time: None,
+                speedup: None,
+                bytes: 0,
+            }
+        };
+        let measured = [at("lz4:1", 15.0), at("zstd:1", 4.0), at("zstd:3", 9.0)];
+        let xz: CodecSpec = "xz:6".parse().unwrap();
+        assert_eq!(codec_level(xz, &measured), INITIAL_LEVEL);
+        let zstd: CodecSpec = "zstd:12".parse().unwrap();
+        assert!((codec_level(zstd, &measured) - 6.0).abs() < 1e-9, "geometric mean of 4 and 9");
+        assert_eq!(codec_level(zstd, &[]), INITIAL_LEVEL);
+    }
+
+    fn slice(raw: u64, secs: f64, kind: Option<u8>) -> SliceMeasure {
+        SliceMeasure { raw, stored: raw as f64 / 2.0, secs, weight: raw as f64, kind }
+    }
+
+    /// The slice that set the rung up took ten times as long as it would warm; the rung's
+    /// speed is that of the warm slices, not a third lower.
+    #[test]
+    fn the_set_up_slice_takes_its_kinds_time() {
+        // Three slices of 100 kB at 1 ms each (100 MB/s), the first one cold (10 ms).
+        let mut s = vec![slice(100_000, 0.010, None), slice(100_000, 0.001, None)];
+        s.push(slice(100_000, 0.001, None));
+        let cold = combine(&s).speed;
+        assert!((cold / 25e6 - 1.0).abs() < 1e-9, "{cold}: 300 kB in 12 ms");
+        s[0].secs = warm_secs(&s, 0).unwrap();
+        assert!((s[0].secs / 0.001 - 1.0).abs() < 1e-9);
+        assert!((combine(&s).speed / 100e6 - 1.0).abs() < 1e-9);
+        // Per byte: a longer set-up slice takes proportionally longer.
+        s[0].raw = 200_000;
+        assert!((warm_secs(&s, 0).unwrap() / 0.002 - 1.0).abs() < 1e-9);
+    }
+
+    /// Only slices of the set-up slice's kind stand in for it (sparse data compresses ten
+    /// times faster than text); alone of its kind it has no stand-in, and is measured again.
+    #[test]
+    fn only_its_own_kind_stands_in_for_the_set_up_slice() {
+        let s = [
+            slice(100_000, 0.010, Some(2)),
+            slice(100_000, 0.0001, Some(1)),
+            slice(50_000, 0.0005, Some(2)),
+        ];
+        assert!((warm_secs(&s, 0).unwrap() / 0.001 - 1.0).abs() < 1e-9);
+        assert_eq!(warm_secs(&s, 1), None);
+        let one = [slice(100_000, 0.010, None)];
+        assert_eq!(warm_secs(&one, 0), None);
+        // Slices with no bytes or no weight say nothing.
+        let empty = [slice(100_000, 0.010, None), slice(0, 0.0, None)];
+        assert_eq!(warm_secs(&empty, 0), None);
     }
 }

@@ -517,6 +517,37 @@ impl Sample {
         self.bytes() == 0
     }
 
+    /// The slice a rung compresses first, to set its codec up, and whose time is then not
+    /// taken (see [`Predictor::measure`](crate::predict::Predictor::measure)): the longest
+    /// (the first of equals), so that the set-up fits the others. None: no slices.
+    pub fn setup_slice(&self) -> Option<usize> {
+        (0..self.slices.len()).rev().max_by_key(|&i| self.slices[i].1.len())
+    }
+
+    /// True if [`setup_slice`](Sample::setup_slice) is the only slice of its kind (of the
+    /// sample's one kind, or of its class in a stratified sample) with bytes to stand for: no
+    /// other slice can give its time, so a rung compresses it twice.
+    pub fn setup_alone(&self) -> bool {
+        let Some(first) = self.setup_slice() else { return false };
+        let kind = |i: usize| self.classes.get(i).copied();
+        !(0..self.slices.len()).any(|i| {
+            i != first
+                && kind(i) == kind(first)
+                && !self.slices[i].1.is_empty()
+                && self.weight(i) > 0.0
+        })
+    }
+
+    /// Bytes a rung compresses to be measured on this sample: every slice once, and the
+    /// set-up slice a second time if it is alone of its kind.
+    pub fn measured_bytes(&self) -> u64 {
+        let again = match self.setup_slice() {
+            Some(i) if self.setup_alone() => self.slices[i].1.len() as u64,
+            _ => 0,
+        };
+        self.bytes() + again
+    }
+
     /// Bytes of the write slice `i` stands for: its weight, or its length if the sample has
     /// no weights.
     pub fn weight(&self, i: usize) -> f64 {
