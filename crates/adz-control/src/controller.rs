@@ -991,7 +991,7 @@ impl Controller {
         self.cpu_path_cost().map(|c| self.cpus() / c)
     }
 
-    /// CPU seconds the process spends per raw byte besides compression (the raw path), from
+    /// CPU seconds the pipeline spends per raw byte besides compression (the raw path), from
     /// the CPU time the sink reports; None without it, before [`PIPE_MIN_WRITES`] writes, or
     /// while compression explains nearly all of it.
     fn cpu_path_cost(&self) -> Option<f64> {
@@ -1003,13 +1003,19 @@ impl Controller {
         (p.raw > 0.0).then(|| path / p.raw)
     }
 
-    /// CPUs the process may use ([`ControllerConfig::cpus`], else the workers).
+    /// CPUs the pipeline may use ([`ControllerConfig::cpus`], else the workers).
     fn cpus(&self) -> f64 {
         if self.cfg.cpus == 0 {
             self.threads
         } else {
             self.cfg.cpus as f64
         }
+    }
+
+    /// A rung's compression speed per worker in CPU time: the model's speed is the pipeline's
+    /// (CPU time times the workers' usual wall/CPU ratio), so this undoes that ratio.
+    fn cpu_speed(&self, rung: usize) -> f64 {
+        self.model.speed(rung, self.clock) * self.stretch.unwrap_or(1.0)
     }
 
     /// Compression work in this controller's account of the pipeline's pace (see
@@ -1227,7 +1233,7 @@ impl Controller {
         let now = self.clock;
         let compress = match self.cpu_path_cost() {
             Some(c) => {
-                let s_cpu = self.model.speed(rung, now) * self.stretch.unwrap_or(1.0);
+                let s_cpu = self.cpu_speed(rung);
                 (self.cpus() / (c + 1.0 / s_cpu)).min(self.threads * s_cpu)
             }
             None => self.threads * self.model.speed(rung, now),
@@ -1330,15 +1336,14 @@ impl Controller {
             (Strategy::Throughput, Some(c)) => {
                 // In CPU seconds, with the pipeline's CPU time: every block costs the raw path
                 // `c` per byte, a compressed one also its compression `1/s` (the worker's CPU
-                // time: the model's speed is wall time, times the usual wall/CPU ratio). With
+                // time, `cpu_speed`). With
                 // `C` CPUs both the CPUs and the link are busy when
                 // `C (1 - p (1 - 1/f)) = L (c + p / s)`. The workers' wall times alone count
                 // the raw path's CPU twice (once as their own wait for a core): text through
                 // 1200 MB/s on two cores measured lz4 at half its speed in a mix, and S1
                 // compressed 60 % of the blocks where compressing all wrote fastest.
                 let cpus = self.cpus();
-                let s_cpu = self.model.speed(m, now) * self.stretch.unwrap_or(1.0);
-                (cpus - link * c, cpus * (1.0 - 1.0 / f) + link / s_cpu)
+                (cpus - link * c, cpus * (1.0 - 1.0 / f) + link / self.cpu_speed(m))
             }
             (Strategy::Throughput, None) => {
                 (1.0 / link - 1.0 / r, 1.0 / s - 1.0 / r + (1.0 - 1.0 / f) / link)

@@ -369,7 +369,7 @@ impl SimConfig {
                     backlogged,
                     raw,
                     waited: Duration::from_secs_f64(waited),
-                    // The simulated machine has no process clock (its raw path is the workers').
+                    // No pipeline CPU time: the simulated raw path is the workers' alone.
                     cpu: Duration::ZERO,
                 };
                 pending.push((write_end, 1, seq, Event::Sink(s)));

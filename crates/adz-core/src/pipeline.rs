@@ -309,13 +309,17 @@ struct Shared {
     cpu_ns: AtomicU64,
 }
 
+/// Adds `spent` to the CPU time not reported yet.
+fn add_cpu(cpu_ns: &AtomicU64, spent: Duration) {
+    cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
 /// Adds the CPU time this thread spent since `*mark` to `cpu_ns` and moves the mark. Thread
 /// CPU clocks are per thread, so a mark is only ever used on the thread that took it.
 fn count_cpu(cpu_ns: &AtomicU64, mark: &mut Option<cpu_time::ThreadTime>) {
     let Some(now) = cpu_time::ThreadTime::try_now().ok() else { return };
     if let Some(then) = mark.replace(now) {
-        let spent = now.as_duration().saturating_sub(then.as_duration());
-        cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        add_cpu(cpu_ns, now.as_duration().saturating_sub(then.as_duration()));
     }
 }
 
@@ -1158,7 +1162,7 @@ fn worker(
         // The encode's CPU time, already measured: a second thread-clock read here, before
         // the frame goes to the sequencer, made a 117 MB/s write of doubles with static zstd:3
         // 8 % slower (the sequencer's gaps between appends went from 40 us to 0.7 ms).
-        shared.cpu_ns.fetch_add(u64::try_from(cpu.as_nanos()).unwrap_or(0), Ordering::Relaxed);
+        add_cpu(&shared.cpu_ns, cpu);
         let done =
             Done { seq: decision.seq, header, frame, raw_payload, measurement, class: job_class };
         if done_tx.send(done).is_err() {
