@@ -409,8 +409,11 @@ pub struct Controller {
     threads: f64,
     fixed_link: Option<f64>,
     link: LinkEstimator,
-    /// Smoothed share of sink writes that were backlogged (None before the first).
+    /// Smoothed share of sink writes that were backlogged (None before the first write after
+    /// the pipeline's fill).
     sink_backlog: Option<f64>,
+    /// Sink writes reported so far.
+    sink_writes: u64,
     /// The pipeline's pace as the sink saw it (see [`Controller::pipeline_raw_speed`]).
     pipe: PipeWindow,
     model: Model,
@@ -498,6 +501,14 @@ const STRETCH_CLIP: f64 = 1.5;
 /// Weight of one block in the smoothed wall/CPU ratio (about the last 10 blocks).
 const STRETCH_RATE: f64 = 0.1;
 
+/// Mix rungs whose predicted value ([`Controller::mix_value`]) is within this share (10 %) of
+/// the best count as equally good, and the mix compresses with the fastest of them. Near the
+/// optimum the mix's throughput hardly depends on the rung (text through 1200 MB/s on two
+/// cores: every LZ4 level from 1 to 50 within 10 %), while a slow rung's block holds up every
+/// frame behind it at the ordered writer, and one block's measured speed on two busy cores
+/// scatters by 2x: a mix with lz4:1 measured 0.92x raw, one with lz4:25-50 1.3x.
+const MIX_TIE: f64 = 0.10;
+
 /// A mix compressing less than this fraction of blocks sends everything raw: below it the
 /// saving is under 0.2 % and not worth a decision per block.
 const MIN_MIX_FRACTION: f64 = 1.0 / 512.0;
@@ -573,6 +584,7 @@ impl Controller {
             fixed_link,
             link: LinkEstimator::new(cfg.link_memory_bytes as f64),
             sink_backlog: None,
+            sink_writes: 0,
             pipe: PipeWindow::default(),
             model: Model::new(&cfg.ladder, INITIAL_LEVEL, rates),
             lanes: Vec::new(),
@@ -595,6 +607,7 @@ impl Controller {
         let mut c = Controller::new(self.cfg.clone());
         c.link = self.link.clone();
         c.sink_backlog = self.sink_backlog;
+        c.sink_writes = self.sink_writes;
         c.pipe = self.pipe.clone();
         c.stretch = self.stretch;
         c.schedule = self.schedule;
@@ -907,10 +920,17 @@ impl Controller {
         let link = self.link();
         let strong = !m.backlogged && link.is_some_and(|l| waited * l > m.bytes as f64);
         let w = if strong { 4.0 * BACKLOG_WEIGHT } else { BACKLOG_WEIGHT };
-        self.sink_backlog = Some(match self.sink_backlog {
-            Some(b) => b + w * (x - b),
-            None => x,
-        });
+        // Not while the pipeline fills (its depth, 2 frames per worker): those frames find
+        // the sink idle whatever the link. After it, from a neutral start (the mix applies in
+        // full), not from the first write's yes or no: a first write that found the sink idle
+        // made the mix send its next dozen blocks raw while the share crept back, and the
+        // fill's writes did the same (text through 1200 MB/s on two cores: the first 32
+        // blocks at 0.8x raw's speed, the rest at 1.4x).
+        self.sink_writes += 1;
+        if self.sink_writes > 2 * self.cfg.threads.max(1) as u64 {
+            let b = self.sink_backlog.unwrap_or(BACKLOG_BUSY);
+            self.sink_backlog = Some(b + w * (x - b));
+        }
         self.track_schedule(m.raw, busy + waited);
         self.record_pace(m, busy + waited, link);
     }
@@ -1293,18 +1313,51 @@ impl Controller {
         last
     }
 
-    /// The rung of the compressed blocks of a mix: the one that saves the most bytes per
-    /// second of compression, `speed * (1 - 1/ratio)`.
-    fn best_saver(&self) -> (usize, f64) {
+    /// How good rung `m` is as the compressed rung of a mix, higher is better.
+    ///
+    /// S1 with the pipeline's CPU time: the mix's predicted write throughput. With `C` CPUs, the
+    /// raw path's `c` CPU seconds per byte, the rung's CPU speed `s` per worker and its saving
+    /// `a = 1 - 1/f`, the share `p` at which CPUs and link are both busy
+    /// ([`Controller::mix_fraction`]) writes `L / (1 - p a) = (C a s + L) / (1 + a c s)`; a
+    /// rung that keeps the link full alone (`p >= 1`) writes its own [`Controller::throughput`].
+    /// Otherwise the bytes it saves per second of compression, `S a` (`S` the aggregate speed):
+    /// S1's throughput `L + S a` without a raw-path cost, and the bytes S2/S3 save in their time.
+    fn mix_value(&self, strategy: Strategy, link: f64, m: usize) -> f64 {
         let now = self.clock;
-        let mut best = (1, f64::MIN);
-        for r in 1..self.cfg.ladder.len() {
-            let rate = self.model.speed(r, now) * (1.0 - 1.0 / self.model.ratio(r, now));
-            if rate > best.1 {
-                best = (r, rate);
+        let a = 1.0 - 1.0 / self.model.ratio(m, now);
+        match (strategy, self.cpu_path_cost()) {
+            (Strategy::Throughput, Some(c)) => {
+                let (s, cpus) = (self.cpu_speed(m), self.cpus());
+                let p = (cpus - link * c) / (cpus * a + link / s);
+                if p >= 1.0 {
+                    self.throughput(link, m)
+                } else if p > 0.0 {
+                    link / (1.0 - p * a)
+                } else {
+                    // The raw path alone cannot fill the link: any compression slows it.
+                    (cpus / c).min(link)
+                }
             }
+            _ => self.threads * self.model.speed(m, now) * a,
         }
-        best
+    }
+
+    /// The rung of the compressed blocks of a mix: of the rungs within [`MIX_TIE`] of the best
+    /// [`Controller::mix_value`], the fastest to compress. Returns it and whether the
+    /// current rung `cur` is among them.
+    fn mix_rung(&self, strategy: Strategy, link: f64, cur: usize) -> (usize, bool) {
+        let now = self.clock;
+        let n = self.cfg.ladder.len();
+        let v: Vec<f64> = (0..n)
+            .map(|r| if r == 0 { f64::NAN } else { self.mix_value(strategy, link, r) })
+            .collect();
+        let best = v.iter().copied().fold(f64::NAN, f64::max);
+        let tied = |r: usize| v[r] >= best * (1.0 - MIX_TIE);
+        let pick = (1..n)
+            .filter(|&r| tied(r))
+            .max_by(|&a, &b| self.model.speed(a, now).total_cmp(&self.model.speed(b, now)))
+            .unwrap_or(1);
+        (pick, cur > 0 && cur < n && tied(cur))
     }
 
     /// The fraction of blocks to compress at rung `m` when `m` is slower than the target.
@@ -1467,7 +1520,7 @@ impl Controller {
                 match aim {
                     Some(r) => moved(&mut lane, r, false),
                     None => {
-                        let m = self.best_saver().0;
+                        let m = self.mix_rung(strategy, link, 0).0;
                         moved(&mut lane, m, true);
                     }
                 }
@@ -1516,11 +1569,14 @@ impl Controller {
                 moved(&mut lane, r, false);
                 reason = Reason::Headroom;
             } else {
-                let (best, rate) = self.best_saver();
-                let cur_rate = self.model.speed(lane.rung, self.clock)
-                    * (1.0 - 1.0 / self.model.ratio(lane.rung, self.clock));
-                if best != lane.rung && rate > 1.1 * cur_rate {
-                    moved(&mut lane, best, true);
+                // To the mix's best rung once the current one falls out of the tie, or when
+                // a rung in it is clearly (10 %) faster to compress: not back and forth
+                // between neighbours on noise.
+                let (pick, cur_tied) = self.mix_rung(strategy, link, lane.rung);
+                let now = self.clock;
+                let faster = self.model.speed(pick, now) > 1.1 * self.model.speed(lane.rung, now);
+                if pick != lane.rung && (!cur_tied || faster) {
+                    moved(&mut lane, pick, true);
                 }
             }
         } else if strategy == Strategy::Throughput {
@@ -1529,7 +1585,7 @@ impl Controller {
             if !self.any_fast_enough(strategy, link, 1.0) {
                 // No rung keeps the link full: every one is compression-bound, and a mix of
                 // raw and compressed blocks writes faster than any of them.
-                let m = self.best_saver().0;
+                let m = self.mix_rung(strategy, link, 0).0;
                 moved(&mut lane, m, true);
                 reason = Reason::TooSlow;
             } else {
@@ -1594,7 +1650,7 @@ impl Controller {
                 match (1..cur).rev().find(|&r| self.headroom(strategy, link, r) >= 1.0) {
                     Some(r) => moved(&mut lane, r, false),
                     None => {
-                        let m = self.best_saver().0;
+                        let m = self.mix_rung(strategy, link, 0).0;
                         moved(&mut lane, m, true);
                     }
                 }
