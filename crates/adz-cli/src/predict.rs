@@ -47,6 +47,7 @@ pub struct PredictArgs {
     #[arg(short = 'B', long, default_value = "1MiB", value_parser = crate::parse_size, value_name = "SIZE")]
     block_size: u32,
     /// Candidate rungs, comma-separated (default lz4:1,zstd:-1,zstd:1,zstd:3,zstd:6,zstd:12,xz:6).
+    /// Where the fastest of them cannot keep the link full, lz4:25 is measured too.
     #[arg(long, value_delimiter = ',', value_name = "C:L,...")]
     rungs: Vec<CodecSpec>,
     /// Slices in the sample for input of one kind (input of several kinds: about as many,

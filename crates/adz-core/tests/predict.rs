@@ -197,6 +197,31 @@ fn the_budget_grows_with_the_target_time() {
     assert!(sampled[2] <= sample.bytes());
 }
 
+/// A faster rung than the candidates (`fast_rungs`, default lz4:25) is measured only where the
+/// fastest candidate cannot keep the link full: at a fast link S1 may write fastest with it,
+/// at a slow one it would only take time from the rungs that matter there.
+#[test]
+fn a_faster_rung_is_measured_only_where_the_fastest_candidate_cannot_fill_the_link() {
+    let data = generate(Kind::Text, 16 << 20, 2);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    let mut p = predictor(2, &["lz4:1", "zstd:1"]);
+    assert_eq!(p.config().fast_rungs, [spec("lz4:25")]);
+    let slow = p.predict(&sample, Strategy::Throughput, Some(25e6)).unwrap();
+    let measured: Vec<CodecSpec> = slow.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:1", "zstd:1"].map(spec), "{slow:?}");
+    // Two threads of lz4:1 do not fill 100 GB/s: lz4:25 is measured, listed cheapest first.
+    let fast = p.predict(&sample, Strategy::Throughput, Some(100e9)).unwrap();
+    let measured: Vec<CodecSpec> = fast.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:25", "lz4:1", "zstd:1"].map(spec), "{fast:?}");
+    let (l25, l1) = (fast.estimate(spec("lz4:25")).unwrap(), fast.estimate(spec("lz4:1")).unwrap());
+    assert!(l25.ratio > 1.2 && l25.ratio < l1.ratio, "{l25:?} {l1:?}");
+    // Turned off.
+    let mut cfg = p.config().clone();
+    cfg.fast_rungs.clear();
+    let off = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(100e9)).unwrap();
+    assert!(off.estimate(spec("lz4:25")).is_none(), "{off:?}");
+}
+
 /// S2 on text at a slow link with a budget for only the three cheapest rungs (lz4:1, zstd:-1,
 /// zstd:1, all far faster than the link): the start is extrapolated past the slowest rung
 /// measured, along its codec and at most `EXTRAPOLATE_STEPS` ladder steps, to the costliest
