@@ -34,7 +34,8 @@ if [ -f "$OUT/source.txt" ] && [ "$(cat "$OUT/source.txt")" != "$(source_id)" ] 
     exit 1
 fi
 cargo build --release -p adz-bench -p adz-cli >&2
-BENCH=target/release/adz-bench
+BIN=${CARGO_TARGET_DIR:-target}/release
+BENCH=$BIN/adz-bench
 args=(--cache "$CACHE" --out "$OUT" -T "$THREADS")
 [ -n "${QUICK:-}" ] && args+=(--quick)
 [ -n "${SIZE:-}" ] && args+=(--size "$SIZE")
@@ -51,10 +52,10 @@ mkdir -p "$OUT"
 for t in "$OUT"/traces/*-sync-s1.jsonl; do
     [ -e "$t" ] && "$BENCH" plot-trace "$t" "$OUT/plots/trace-$(basename "$t" .jsonl).png"
 done
-target/release/adz cost --bench "$OUT/results.csv" > "$OUT/cost.txt"
+"$BIN/adz" cost --bench "$OUT/results.csv" > "$OUT/cost.txt"
 {
     echo
-    echo "Versions: $(target/release/adz --version); $(zstd --version 2>/dev/null | head -1); $(xz --version 2>/dev/null | head -1); $(lz4 --version 2>&1 | head -1)"
+    echo "Versions: $("$BIN/adz" --version); $(zstd --version 2>/dev/null | head -1); $(xz --version 2>/dev/null | head -1); $(lz4 --version 2>&1 | head -1)"
     echo "Machine: $(nproc) cores, $(uname -srm)"
     echo "Command: scripts/bench-evaluation.sh (QUICK=${QUICK:-} SIZE=${SIZE:-} THREADS=$THREADS ARGS=${ARGS:-}); source $(cat "$OUT/source.txt")"
 } >> "$OUT/summary.md"
