@@ -498,6 +498,27 @@ fn s1_compresses_again_when_the_cpus_idle_behind_a_busy_link() {
     assert!(time <= 1.05 * all_raw, "the write took {:.3} of raw's time", time / all_raw);
 }
 
+/// The first writes of a pipeline find the sink idle whatever the link: it is filling. The
+/// mix's compressed share, which shrinks while frames seldom wait for the sink, must not read
+/// that as a starved link: S1 through 1200 MB/s sent a dozen blocks raw after its first ones
+/// (the first 32 blocks at 0.8x raw's speed, the rest at 1.4x).
+#[test]
+fn s1_mixes_from_the_start_of_a_write() {
+    let rest =
+        anchored("rest", &[("lz4:50", 1300.0, 1.6), ("lz4:1", 500.0, 2.1), ("zstd:1", 250.0, 3.0)]);
+    let stretches =
+        [Stretch { blocks: 16, data: rest.clone() }, Stretch { blocks: 240, data: rest }];
+    let (compressed, time, all_raw) = cpu_and_link(TEN_GBE, 5.9e9, &stretches, true);
+    eprintln!(
+        "{} of the first 16 blocks compressed, {} of the rest; {:.3} of raw's time",
+        compressed[0].len(),
+        compressed[1].len(),
+        time / all_raw
+    );
+    assert!(compressed[0].len() >= 10, "{} of the first 16 compressed", compressed[0].len());
+    assert!(time <= 0.85 * all_raw, "the write took {:.3} of raw's time", time / all_raw);
+}
+
 /// Text through 1200 MB/s on two cores: every LZ4 level saves about as many bytes per CPU
 /// second (lz4:1 a little more than lz4:50), so the mix's throughput hardly depends on its
 /// rung. A slow rung's block, though, holds up the frames behind it at the ordered writer, and
