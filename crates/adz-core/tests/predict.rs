@@ -215,6 +215,12 @@ fn a_faster_rung_is_measured_only_where_the_fastest_candidate_cannot_fill_the_li
     assert_eq!(measured, ["lz4:25", "lz4:1", "zstd:1"].map(spec), "{fast:?}");
     let (l25, l1) = (fast.estimate(spec("lz4:25")).unwrap(), fast.estimate(spec("lz4:1")).unwrap());
     assert!(l25.ratio > 1.2 && l25.ratio < l1.ratio, "{l25:?} {l1:?}");
+    // With no time budget at all, it is one of the three rungs measured whatever the budget,
+    // in zstd:1's place: where lz4:1 cannot fill the link, zstd:1 (slower) cannot either.
+    let cfg = PredictConfig { threads: 2, max_budget_seconds: 0.0, ..PredictConfig::default() };
+    let tight = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(100e9)).unwrap();
+    let measured: Vec<CodecSpec> = tight.rungs.iter().map(|r| r.spec).collect();
+    assert_eq!(measured, ["lz4:25", "lz4:1", "zstd:-1"].map(spec), "{tight:?}");
     // Turned off.
     let mut cfg = p.config().clone();
     cfg.fast_rungs.clear();

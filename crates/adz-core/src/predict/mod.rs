@@ -89,12 +89,13 @@ pub struct PredictConfig {
     /// Candidate rungs, measured cheapest first. Default lz4:1, zstd:-1, zstd:1, zstd:3,
     /// zstd:6, zstd:12, xz:6: one per region of the ladder.
     pub rungs: Vec<CodecSpec>,
-    /// Rungs faster than the candidates, measured (in this order, within the time budget)
-    /// only while the fastest rung measured so far cannot keep the link full: its aggregate
-    /// speed is below the link times its ratio, so a faster rung may write faster. Default
-    /// lz4:25. Text through 1200 MB/s on two cores: lz4:1 writes at 0.8x static lz4:25's
-    /// speed, and S1 started at lz4:1 spent its first blocks slower than raw. Measured
-    /// always, it would take the place of zstd:1 among the [`MIN_RUNGS`] at slow links.
+    /// Rungs faster than the candidates, measured right after the first candidate (in this
+    /// order, and counted among the [`MIN_RUNGS`] measured whatever the budget) when that one
+    /// saves but cannot keep the link full: its aggregate speed is below the link times its
+    /// ratio, so a faster rung may write faster. Default lz4:25. Text through 1200 MB/s on
+    /// two cores: lz4:1 writes at 0.8x static lz4:25's speed, and S1 started at lz4:1 spent
+    /// its first blocks slower than raw. Measured always, it would take the place of zstd:1
+    /// among the [`MIN_RUNGS`] at slow links.
     pub fast_rungs: Vec<CodecSpec>,
     /// The prediction's cost is at most this share of the write's predicted time. Default
     /// 0.02.
@@ -428,16 +429,17 @@ impl Predictor {
         };
         // The candidates, cheapest first; after the first, the faster rungs
         // (`PredictConfig::fast_rungs`) if it cannot keep the link full (an unknown link counts
-        // as BUDGET_LINK). The MIN_RUNGS cheapest candidates are measured whatever the budget;
-        // the faster rungs only within it.
+        // as BUDGET_LINK). The first MIN_RUNGS rungs in that order are measured whatever the
+        // budget: where lz4:1 cannot fill the link, lz4:25 says more about the write than the
+        // slower zstd:1, and a 64 MiB write through 1200 MB/s (a 1.1 ms budget) had skipped it
+        // and started at lz4:1.
         let fast_link = link.unwrap_or(BUDGET_LINK);
-        let mut queue: std::collections::VecDeque<(CodecSpec, bool)> =
-            candidates.into_iter().map(|c| (c, false)).collect();
-        let (mut measured_candidates, mut fast_queued) = (0usize, false);
-        while let Some((spec, fast)) = queue.pop_front() {
+        let mut queue: std::collections::VecDeque<CodecSpec> = candidates.into_iter().collect();
+        let (mut measured, mut fast_queued) = (0usize, false);
+        while let Some(spec) = queue.pop_front() {
             let cost = measured_bytes as f64 / (reference(spec).speed * codec_level(spec, &rungs));
             let spent = looked + t0.elapsed().as_secs_f64();
-            let guaranteed = !fast && measured_candidates < MIN_RUNGS;
+            let guaranteed = measured < MIN_RUNGS;
             if rungs.iter().any(|r| r.spec == spec) {
                 continue;
             }
@@ -454,16 +456,17 @@ impl Predictor {
                 .unwrap_or(rungs.len());
             perfs.insert(at, perf);
             rungs.insert(at, estimate_of(spec, perf, bytes));
-            measured_candidates += usize::from(!fast);
+            measured += 1;
             budget =
                 self.budget_for(strategy, &model, link, &perfs, level_of(level_sum, perfs.len()));
             if !fast_queued {
                 fast_queued = true;
-                let keeps_up = estimate::saves(perf, keep)
-                    && perf.speed * threads as f64 >= fast_link * perf.ratio;
-                if !keeps_up {
+                // Only if it saves: a faster LZ4 saves less still.
+                let too_slow = estimate::saves(perf, keep)
+                    && perf.speed * (threads as f64) < fast_link * perf.ratio;
+                if too_slow {
                     for &f in self.cfg.fast_rungs.iter().rev() {
-                        queue.push_front((f, true));
+                        queue.push_front(f);
                     }
                 }
             }
