@@ -1327,15 +1327,15 @@ impl Controller {
         let a = 1.0 - 1.0 / self.model.ratio(m, now);
         match (strategy, self.cpu_path_cost()) {
             (Strategy::Throughput, Some(c)) => {
-                let (s, cpus) = (self.cpu_speed(m), self.cpus());
-                let p = (cpus - link * c) / (cpus * a + link / s);
+                let (num, den) = self.s1_cpu_share(link, c, m);
+                let p = num / den;
                 if p >= 1.0 {
                     self.throughput(link, m)
                 } else if p > 0.0 {
                     link / (1.0 - p * a)
                 } else {
                     // The raw path alone cannot fill the link: any compression slows it.
-                    (cpus / c).min(link)
+                    (self.cpus() / c).min(link)
                 }
             }
             _ => self.threads * self.model.speed(m, now) * a,
@@ -1358,6 +1358,20 @@ impl Controller {
             .max_by(|&a, &b| self.model.speed(a, now).total_cmp(&self.model.speed(b, now)))
             .unwrap_or(1);
         (pick, cur > 0 && cur < n && tied(cur))
+    }
+
+    /// S1's compressed share of a mix at rung `m` in CPU seconds, as `(numerator, denominator)`:
+    /// every block costs the raw path `c` per byte, a compressed one also its compression `1/s`
+    /// (the worker's CPU time, [`Controller::cpu_speed`]). With `C` CPUs both the CPUs and the
+    /// link are busy when `C (1 - p (1 - 1/f)) = L (c + p / s)`, so
+    /// `p = (C - L c) / (C (1 - 1/f) + L / s)`. The workers' wall times alone count the raw
+    /// path's CPU twice (once as their own wait for a core): text through 1200 MB/s on two
+    /// cores measured lz4 at half its speed in a mix, and S1 compressed 60 % of the blocks
+    /// where compressing all wrote fastest.
+    fn s1_cpu_share(&self, link: f64, c: f64, m: usize) -> (f64, f64) {
+        let cpus = self.cpus();
+        let a = 1.0 - 1.0 / self.model.ratio(m, self.clock);
+        (cpus - link * c, cpus * a + link / self.cpu_speed(m))
     }
 
     /// The fraction of blocks to compress at rung `m` when `m` is slower than the target.
@@ -1386,18 +1400,7 @@ impl Controller {
         };
         let f = self.model.ratio(m, now);
         let (num, den) = match (strategy, self.cpu_path_cost()) {
-            (Strategy::Throughput, Some(c)) => {
-                // In CPU seconds, with the pipeline's CPU time: every block costs the raw path
-                // `c` per byte, a compressed one also its compression `1/s` (the worker's CPU
-                // time, `cpu_speed`). With
-                // `C` CPUs both the CPUs and the link are busy when
-                // `C (1 - p (1 - 1/f)) = L (c + p / s)`. The workers' wall times alone count
-                // the raw path's CPU twice (once as their own wait for a core): text through
-                // 1200 MB/s on two cores measured lz4 at half its speed in a mix, and S1
-                // compressed 60 % of the blocks where compressing all wrote fastest.
-                let cpus = self.cpus();
-                (cpus - link * c, cpus * (1.0 - 1.0 / f) + link / self.cpu_speed(m))
-            }
+            (Strategy::Throughput, Some(c)) => self.s1_cpu_share(link, c, m),
             (Strategy::Throughput, None) => {
                 (1.0 / link - 1.0 / r, 1.0 / s - 1.0 / r + (1.0 - 1.0 / f) / link)
             }
