@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Predicted vs real ratio and write time, and the gain of the predicted start (issue 6).
-# Run on a quiet machine; writes results under docs/benchmarks/<date>-predict-timing/.
+# Run on a quiet machine; writes results under docs/benchmarks/<date>-predict-timing/, or $OUT.
 #
-#   scripts/bench-predict.sh [SIZE_MiB] [THREADS]
+#   [OUT=dir] [CARGO_TARGET_DIR=dir] scripts/bench-predict.sh [SIZE_MiB] [THREADS]
 #
 # For each datagen kind and each link (1GbE, 10GbE, ib-fdr4):
 #  1. adz predict --check --json: predicted and real ratio, speed and write time per rung;
@@ -18,13 +18,14 @@ set -euo pipefail
 SIZE_MIB=${1:-512}
 THREADS=${2:-$(nproc)}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT="$ROOT/docs/benchmarks/$(date -u +%Y-%m-%d)-predict-timing"
+OUT=${OUT:-"$ROOT/docs/benchmarks/$(date -u +%Y-%m-%d)-predict-timing"}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT"
 cargo build --release -p adz-cli -p adz-datagen --manifest-path "$ROOT/Cargo.toml"
-ADZ="$ROOT/target/release/adz"
-GEN="$ROOT/target/release/adz-datagen"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+ADZ="$BIN/adz"
+GEN="$BIN/adz-datagen"
 {
   echo "# adz $(git -C "$ROOT" rev-parse --short HEAD), $(uname -srm), $(nproc) cores, THREADS=$THREADS, ${SIZE_MIB} MiB"
   for kind in text doubles sparse random mixed; do

@@ -143,6 +143,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         threads,
         block_size: u64::from(a.block_size),
         time_budget: a.budget,
+        cpus: std::thread::available_parallelism().map_or(threads, |n| n.get()),
         ..PredictConfig::default()
     };
     if !a.rungs.is_empty() {
@@ -185,7 +186,8 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         .with_context(|| format!("predicting for {}", input.describe()))?;
 
     let check = if a.check {
-        let model = WriteModel { bytes: pred.data_bytes, threads, block_size: cfg.block_size };
+        let model = WriteModel::new(pred.data_bytes, threads, cfg.block_size)
+            .on_cores(cfg.cpus, cfg.path_cost);
         let mut out = Vec::new();
         for r in pred.rungs.iter().chain(&pred.extrapolated) {
             let mut src: Box<dyn Read> = match &stdin_data {

@@ -522,6 +522,7 @@ impl Writer {
         let predict = if opts.predict == Predict::Auto && opts.strategy.is_adaptive() {
             let mut cfg =
                 PredictConfig { threads, block_size: u64::from(block_size), ..Default::default() };
+            cfg.cpus = cpus;
             cfg.keep_threshold = keep;
             cfg.sample.max_slice = block_size as usize;
             let elem = opts.hints.iter().find_map(|h| match h {

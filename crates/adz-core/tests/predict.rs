@@ -261,8 +261,8 @@ fn a_slow_link_starts_s2_past_the_rungs_measured() {
     let expect = adz_core::control::reference(pred.start).speed * level;
     assert!((start.speed / expect - 1.0).abs() < 1e-9, "{start:?} vs {expect}");
     // The costliest in reach that keeps pace: the next rung is out of reach, or would not.
-    let model =
-        adz_core::predict::WriteModel { bytes: data.len() as u64, threads: 2, block_size: 1 << 20 };
+    let model = Predictor::new(PredictConfig { threads: 2, ..PredictConfig::default() })
+        .model(data.len() as u64);
     if at - from < EXTRAPOLATE_STEPS {
         let next = ladder.rungs()[at + 1];
         let guess = adz_core::predict::RungPerf {

@@ -15,7 +15,21 @@
 //! ```
 //!
 //! with `s` one thread's compression speed of rung `r` (raw bytes/s), `f` its ratio, `N` the
-//! worker threads and `b = min(block, D)`. Compression *pays* when some rung's speedup exceeds
+//! worker threads and `b = min(block, D)`.
+//!
+//! The workers do not have the cores to themselves: reading the input, cutting blocks,
+//! sequencing and writing frames cost CPU too, `c` seconds per raw byte (the pipeline's *path
+//! cost*). With `C` cores the compression stage takes at least the CPU time of the whole
+//! write over the cores, and raw data moves no faster than the path lets it:
+//!
+//! ```text
+//! D / (N s)  ->  max(D / (N s), (D / s + D c) / C)
+//! D / L      ->  max(D / L, D c / C)
+//! ```
+//!
+//! Text through two workers on two cores compresses at 1.8x one worker, not 2x: lz4:1 on the
+//! kernel tar took 0.96-0.98 s for 1 GiB where `D / (N s)` says 0.64 s and the term 0.83 s
+//! (docs/benchmarks/2026-11-25-predict-cores). Compression *pays* when some rung's speedup exceeds
 //! 1 (for S1) and the rung saves at least the keep threshold's 3 % (a block that saves less is
 //! stored raw anyway).
 
@@ -39,17 +53,48 @@ pub struct WriteModel {
     pub threads: usize,
     /// Raw bytes per block.
     pub block_size: u64,
+    /// Cores the pipeline shares (0: as many as the workers, so that only `D / (N s)` counts).
+    pub cpus: usize,
+    /// CPU seconds per raw byte the pipeline spends besides compressing: the path cost `c`.
+    pub path_cost: f64,
 }
 
 impl WriteModel {
-    /// Seconds to send the raw data through a link of `link` bytes/s.
-    pub fn time_raw(&self, link: f64) -> f64 {
-        self.bytes as f64 / link
+    /// A write of `bytes` on `threads` workers in blocks of `block_size`, with the workers
+    /// alone on their cores (no path cost; see [`WriteModel::on_cores`]).
+    pub fn new(bytes: u64, threads: usize, block_size: u64) -> WriteModel {
+        WriteModel { bytes, threads, block_size, cpus: 0, path_cost: 0.0 }
     }
 
-    /// Seconds to compress the data with `p` on every worker (the compression stage alone).
+    /// The same write on `cpus` cores shared with a path costing `path_cost` CPU seconds per
+    /// raw byte.
+    pub fn on_cores(self, cpus: usize, path_cost: f64) -> WriteModel {
+        WriteModel { cpus, path_cost, ..self }
+    }
+
+    /// The cores, and the path cost (0 if not a finite positive number).
+    fn cores(&self) -> (f64, f64) {
+        let cpus = if self.cpus == 0 { self.threads.max(1) } else { self.cpus };
+        let c =
+            if self.path_cost.is_finite() && self.path_cost > 0.0 { self.path_cost } else { 0.0 };
+        (cpus as f64, c)
+    }
+
+    /// Seconds to send the raw data through a link of `link` bytes/s (or to move it through
+    /// the pipeline, if that takes longer).
+    pub fn time_raw(&self, link: f64) -> f64 {
+        let (cpus, c) = self.cores();
+        let d = self.bytes as f64;
+        (d / link).max(d * c / cpus)
+    }
+
+    /// Seconds to compress the data with `p` on every worker (the compression stage alone),
+    /// sharing the cores with the path.
     pub fn time_compress(&self, p: RungPerf) -> f64 {
-        self.bytes as f64 / (self.threads.max(1) as f64 * p.speed)
+        let (cpus, c) = self.cores();
+        let d = self.bytes as f64;
+        let workers = d / (self.threads.max(1) as f64 * p.speed);
+        workers.max((d / p.speed + d * c) / cpus)
     }
 
     /// Seconds to send the compressed data (the transfer stage alone).
@@ -267,7 +312,7 @@ mod tests {
     const MB: f64 = 1e6;
 
     fn model(threads: usize) -> WriteModel {
-        WriteModel { bytes: 1000 << 20, threads, block_size: 1 << 20 }
+        WriteModel::new(1000 << 20, threads, 1 << 20)
     }
 
     #[test]
@@ -290,6 +335,34 @@ mod tests {
         for link in [10.0 * MB, 100.0 * MB, 1000.0 * MB] {
             let serial = m.time_compress(p) + m.time_transfer(p, link);
             assert!(m.time_compressed(p, link) <= serial + 1e-9);
+        }
+    }
+
+    /// Workers sharing the cores with the pipeline's path: the compression stage takes the
+    /// whole write's CPU time over the cores when that is longer than the workers' own time,
+    /// and raw data moves no faster than the path.
+    #[test]
+    fn the_path_cost_shares_the_cores_with_the_workers() {
+        let d = (1000u64 << 20) as f64;
+        let c = 0.5e-9; // 2 GB/s of path per core
+        let p = RungPerf { speed: 500.0 * MB, ratio: 3.0 };
+        // Two workers on two cores: (D/s + D c) / 2 = D (2 ns + 0.5 ns) / 2, not D / (2 s).
+        let shared = model(2).on_cores(2, c);
+        let t = shared.time_compress(p);
+        assert!((t - d * (2e-9 + c) / 2.0).abs() < 1e-9, "{t}");
+        assert!(t > model(2).time_compress(p));
+        // Two workers on eight cores: the workers' own time sets the pace.
+        assert!((model(2).on_cores(8, c).time_compress(p) - d / 1000e6).abs() < 1e-9);
+        // Raw: the link at 1GbE, the path at a link faster than 2 cores / 0.5 ns = 4 GB/s.
+        assert!((shared.time_raw(117.0 * MB) - d / 117e6).abs() < 1e-9);
+        assert!((shared.time_raw(6000.0 * MB) - d * c / 2.0).abs() < 1e-9);
+        // The write time and the speedup follow: slower than without the path at a fast link.
+        assert!(shared.time_compressed(p, 6000.0 * MB) > model(2).time_compressed(p, 6000.0 * MB));
+        // No path (0, negative or NaN) and no cores given: the workers alone.
+        for bad in [0.0, -1.0, f64::NAN] {
+            let m = model(2).on_cores(0, bad);
+            assert_eq!(m.time_compress(p), model(2).time_compress(p));
+            assert_eq!(m.time_raw(6000.0 * MB), d / 6000e6);
         }
     }
 

@@ -57,6 +57,13 @@ const INITIAL_LEVEL: f64 = 0.5;
 /// S2/S3 start may be extrapolated, along that rung's codec only (see [`Predictor::predict`]).
 pub const EXTRAPOLATE_STEPS: usize = 3;
 
+/// CPU seconds per raw byte the pipeline spends besides compressing (reading the input,
+/// cutting and sequencing blocks, handing frames to the store): `adz compress -s static=none
+/// -T 1|2` of 256 MiB and 1 GiB of the kernel tar to `/dev/null` took 0.21-0.23 ns of CPU per
+/// byte on the 2-vCPU machine of the benchmarks. A store that copies what it is given costs
+/// more per stored byte (a file on tmpfs about 0.45 ns), which this leaves out.
+pub const PATH_COST: f64 = 0.22e-9;
+
 /// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
 pub const MIN_RUNGS: usize = 3;
 
@@ -108,6 +115,12 @@ pub struct PredictConfig {
     pub threads: usize,
     /// Raw bytes per block. Default 1 MiB.
     pub block_size: u64,
+    /// Cores the workers share with the rest of the pipeline. Default 0: as many as the
+    /// workers (the writer gives the machine's).
+    pub cpus: usize,
+    /// CPU seconds per raw byte the pipeline spends besides compressing ([`WriteModel`]'s
+    /// path cost). Default [`PATH_COST`].
+    pub path_cost: f64,
     /// A compressed block is kept only if `stored <= raw x keep_threshold`. Default 0.97.
     pub keep_threshold: f64,
     /// S1's margin: rungs within it of the fastest count as equally fast. Default 0.05.
@@ -130,6 +143,8 @@ impl Default for PredictConfig {
             max_budget_seconds: f64::INFINITY,
             threads: 1,
             block_size: 1 << 20,
+            cpus: 0,
+            path_cost: PATH_COST,
             keep_threshold: 0.97,
             margin: 0.05,
             filters: Filters::NONE,
@@ -156,7 +171,8 @@ pub struct RungEstimate {
     pub ratio: f64,
     /// Measured compression speed of one thread, raw bytes/s.
     pub speed: f64,
-    /// `threads x speed`: the compressors' aggregate speed.
+    /// The compressors' aggregate speed, raw bytes/s: `threads x speed`, or less where the
+    /// workers share the cores with the rest of the pipeline ([`WriteModel::time_compress`]).
     pub aggregate_speed: f64,
     /// Predicted time to compress the whole write on every worker, seconds.
     pub compress_time: f64,
@@ -271,11 +287,7 @@ impl Predictor {
         if len == 0 {
             return cfg;
         }
-        let model = WriteModel {
-            bytes: len,
-            threads: self.cfg.threads.max(1),
-            block_size: self.cfg.block_size.max(1),
-        };
+        let model = self.model(len);
         let link = link.filter(|l| l.is_finite() && *l > 0.0);
         let candidates = self.candidates();
         let budget =
@@ -293,6 +305,12 @@ impl Predictor {
             cfg.budget = cfg.budget.min(share.max(0.0));
         }
         cfg
+    }
+
+    /// The write model of a write of `bytes` under this configuration.
+    pub fn model(&self, bytes: u64) -> WriteModel {
+        WriteModel::new(bytes, self.cfg.threads.max(1), self.cfg.block_size.max(1))
+            .on_cores(self.cfg.cpus, self.cfg.path_cost)
     }
 
     /// The candidate rungs, fastest first by the reference table, without raw.
@@ -358,11 +376,7 @@ impl Predictor {
         let t0 = Instant::now();
         let link = link.filter(|l| l.is_finite() && *l > 0.0);
         let threads = self.cfg.threads.max(1);
-        let model = WriteModel {
-            bytes: sample.data_len.max(sample.bytes()),
-            threads,
-            block_size: self.cfg.block_size.max(1),
-        };
+        let model = self.model(sample.data_len.max(sample.bytes()));
         let mut candidates = self.candidates();
 
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
@@ -420,7 +434,7 @@ impl Predictor {
             spec,
             ratio: perf.ratio,
             speed: perf.speed,
-            aggregate_speed: perf.speed * threads as f64,
+            aggregate_speed: model.bytes as f64 / model.time_compress(perf),
             compress_time: model.time_compress(perf),
             transfer_time: link.map(|l| model.time_transfer(perf, l)),
             time: link.map(|l| model.time_compressed(perf, l)),
@@ -463,7 +477,7 @@ impl Predictor {
                 fast_queued = true;
                 // Only if it saves: a faster LZ4 saves less still.
                 let too_slow = estimate::saves(perf, keep)
-                    && perf.speed * (threads as f64) < fast_link * perf.ratio;
+                    && model.bytes as f64 / model.time_compress(perf) < fast_link * perf.ratio;
                 if too_slow {
                     for &f in self.cfg.fast_rungs.iter().rev() {
                         queue.push_front(f);
