@@ -175,6 +175,11 @@ struct RunArgs {
     /// Async workload: number of writes the file is split into.
     #[arg(long, default_value_t = 4)]
     rounds: usize,
+    /// Async workload: runs of each adz row, of which the row keeps the median (by wall
+    /// time). The solver waits for its slowest thread every sweep, so a compression worker
+    /// holding a core stalls it, and one run of a row can be far off. Default 3; --quick: 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=99))]
+    async_repeats: Option<u64>,
     /// Print the plan and its estimated run time (of the rows not yet in --out), run nothing.
     #[arg(long)]
     estimate: bool,
@@ -293,6 +298,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         block_size: run::BLOCK_SIZE,
         asynchronism: a.asynchronism,
         rounds: a.rounds,
+        async_repeats: a.async_repeats.map_or(if quick { 1 } else { 3 }, |n| n as usize),
         trace_dir: Some(a.out.join("traces")),
     };
     if !(0.0..=1.0).contains(&plan.asynchronism) {
@@ -315,6 +321,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         block_size: plan.block_size,
         asynchronism: plan.asynchronism,
         rounds: plan.rounds,
+        async_repeats: plan.async_repeats,
     };
     let available = run::available_externals(&plan);
     let csv = a.out.join("results.csv");
@@ -480,6 +487,9 @@ fn estimate(
         plan.adaptive.len(),
         avail
     );
+    if plan.workloads.contains(&Workload::Async) && plan.async_repeats > 1 {
+        println!("async adz rows: the median of {} runs each", plan.async_repeats);
+    }
     let none = Default::default();
     let secs = run::estimate_seconds(plan, threads, available, &none);
     println!(

@@ -44,6 +44,14 @@ pub struct PlanRecord {
     pub asynchronism: f64,
     /// Async: writes per file.
     pub rounds: usize,
+    /// Async: runs per adz row, of which the median is kept (1 in plans written before the
+    /// option existed).
+    #[serde(default = "one")]
+    pub async_repeats: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One dataset as the rows measured it.
@@ -181,6 +189,7 @@ mod tests {
             block_size: 1 << 20,
             asynchronism: 0.5,
             rounds: 4,
+            async_repeats: 3,
         }
     }
 
@@ -219,6 +228,24 @@ mod tests {
         std::fs::write(dir.path().join(PLAN_FILE), "{\"format\": 1}").unwrap();
         let err = format!("{:#}", State::load(dir.path()).unwrap_err());
         assert!(err.contains("is not a run's plan"), "{err}");
+    }
+
+    /// A plan written before `async_repeats` existed measured each async row once: it reads
+    /// as 1, so a run with repeats does not resume into it unnoticed.
+    #[test]
+    fn an_older_plan_had_one_async_run_per_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let sets = vec![ds("text", b"hello world")];
+        State::new(plan(), sets.clone(), 0.01).save(dir.path()).unwrap();
+        let path = dir.path().join(PLAN_FILE);
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        v["plan"].as_object_mut().unwrap().remove("async_repeats").unwrap();
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        let back = State::load(dir.path()).unwrap().unwrap();
+        assert_eq!(back.plan.async_repeats, 1);
+        let d = back.differences(&plan(), &sets);
+        assert_eq!(d, ["async-repeats: 1 there, 3 in this run"]);
     }
 
     #[test]

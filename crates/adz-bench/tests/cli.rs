@@ -211,6 +211,7 @@ fn bad_arguments_are_refused() {
         &["run", "--links", "0", "--estimate"][..],
         &["run", "--static", "zstd:99"],
         &["run", "--adaptive", "static=zstd:3"],
+        &["run", "--async-repeats", "0", "--estimate"],
         &[
             "run",
             "--datasets",
@@ -233,6 +234,9 @@ fn estimate_runs_nothing_and_states_the_time() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("estimated run time"), "{s}");
     assert!(s.contains("48 static rungs"), "{s}");
+    assert!(s.contains("async adz rows: the median of 3 runs each"), "{s}");
+    let quick = String::from_utf8(ok(&["run", "--estimate", "--quick", "-T", "2"]).stdout).unwrap();
+    assert!(!quick.contains("median"), "{quick}");
 }
 
 /// A small plan of 2 datasets x 2 links: per (dataset, link) 3 static rungs + s1 on sync and
@@ -414,6 +418,15 @@ fn a_different_plan_in_out_is_refused() {
     let o = bench(&links);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("links-mbs"));
+
+    // Async rows measured once (--quick's default) do not mix with medians of three.
+    let mut repeats = args.clone();
+    repeats.extend(["--async-repeats", "3"]);
+    let o = bench(&repeats);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("async-repeats: 1 there, 3 in this run"), "{err}");
+    assert_eq!(std::fs::read(&csv).unwrap(), before);
 
     // A row that is not in the plan (an edited file): refused, naming the row.
     let mut text = String::from_utf8(before.clone()).unwrap();
