@@ -186,8 +186,11 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         .with_context(|| format!("predicting for {}", input.describe()))?;
 
     let check = if a.check {
-        let model = WriteModel::new(pred.data_bytes, threads, cfg.block_size)
-            .on_cores(cfg.cpus, cfg.path_cost);
+        let model = WriteModel::new(pred.data_bytes, threads, cfg.block_size).on_cores(
+            cfg.cpus,
+            cfg.path_cost,
+            cfg.serial_cost,
+        );
         let mut out = Vec::new();
         for r in pred.rungs.iter().chain(&pred.extrapolated) {
             let mut src: Box<dyn Read> = match &stdin_data {

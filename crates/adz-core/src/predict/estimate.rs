@@ -20,15 +20,17 @@
 //! The workers do not have the cores to themselves: reading the input, cutting blocks,
 //! sequencing and writing frames cost CPU too, `c` seconds per raw byte (the pipeline's *path
 //! cost*). With `C` cores the compression stage takes at least the CPU time of the whole
-//! write over the cores, and raw data moves no faster than the path lets it:
+//! write over the cores. And every byte passes the pipeline's one-thread stages (the feeder
+//! that reads the input, the sequencer), `c1` seconds per raw byte, whatever the cores:
 //!
 //! ```text
-//! D / (N s)  ->  max(D / (N s), (D / s + D c) / C)
-//! D / L      ->  max(D / L, D c / C)
+//! D / (N s)  ->  max(D / (N s), (D / s + D c) / C, D c1)
+//! D / L      ->  max(D / L, D c / C, D c1)
 //! ```
 //!
 //! Text through two workers on two cores compresses at 1.8x one worker, not 2x: lz4:1 on the
-//! kernel tar took 0.96-0.98 s for 1 GiB where `D / (N s)` says 0.64 s and the term 0.83 s
+//! kernel tar took 0.96-0.98 s for 1 GiB where `D / (N s)` says 0.64 s and the CPU term
+//! 0.83 s; with no compression at all the pipeline moves 4.9-5.3 GB/s
 //! (docs/benchmarks/2026-11-25-predict-cores). Compression *pays* when some rung's speedup exceeds
 //! 1 (for S1) and the rung saves at least the keep threshold's 3 % (a block that saves less is
 //! stored raw anyway).
@@ -57,44 +59,47 @@ pub struct WriteModel {
     pub cpus: usize,
     /// CPU seconds per raw byte the pipeline spends besides compressing: the path cost `c`.
     pub path_cost: f64,
+    /// Seconds per raw byte of the pipeline's slowest one-thread stage, `c1`: a limit on its
+    /// speed whatever the cores.
+    pub serial_cost: f64,
 }
 
 impl WriteModel {
     /// A write of `bytes` on `threads` workers in blocks of `block_size`, with the workers
     /// alone on their cores (no path cost; see [`WriteModel::on_cores`]).
     pub fn new(bytes: u64, threads: usize, block_size: u64) -> WriteModel {
-        WriteModel { bytes, threads, block_size, cpus: 0, path_cost: 0.0 }
+        WriteModel { bytes, threads, block_size, cpus: 0, path_cost: 0.0, serial_cost: 0.0 }
     }
 
     /// The same write on `cpus` cores shared with a path costing `path_cost` CPU seconds per
-    /// raw byte.
-    pub fn on_cores(self, cpus: usize, path_cost: f64) -> WriteModel {
-        WriteModel { cpus, path_cost, ..self }
+    /// raw byte, whose one-thread stages take `serial_cost` seconds per raw byte.
+    pub fn on_cores(self, cpus: usize, path_cost: f64, serial_cost: f64) -> WriteModel {
+        WriteModel { cpus, path_cost, serial_cost, ..self }
     }
 
-    /// The cores, and the path cost (0 if not a finite positive number).
-    fn cores(&self) -> (f64, f64) {
+    /// The cores, the path cost and the serial cost (a cost that is not a finite positive
+    /// number counts as 0).
+    fn cores(&self) -> (f64, f64, f64) {
         let cpus = if self.cpus == 0 { self.threads.max(1) } else { self.cpus };
-        let c =
-            if self.path_cost.is_finite() && self.path_cost > 0.0 { self.path_cost } else { 0.0 };
-        (cpus as f64, c)
+        let cost = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+        (cpus as f64, cost(self.path_cost), cost(self.serial_cost))
     }
 
     /// Seconds to send the raw data through a link of `link` bytes/s (or to move it through
     /// the pipeline, if that takes longer).
     pub fn time_raw(&self, link: f64) -> f64 {
-        let (cpus, c) = self.cores();
+        let (cpus, c, c1) = self.cores();
         let d = self.bytes as f64;
-        (d / link).max(d * c / cpus)
+        (d / link).max(d * c / cpus).max(d * c1)
     }
 
     /// Seconds to compress the data with `p` on every worker (the compression stage alone),
-    /// sharing the cores with the path.
+    /// sharing the cores with the path and behind its one-thread stages.
     pub fn time_compress(&self, p: RungPerf) -> f64 {
-        let (cpus, c) = self.cores();
+        let (cpus, c, c1) = self.cores();
         let d = self.bytes as f64;
         let workers = d / (self.threads.max(1) as f64 * p.speed);
-        workers.max((d / p.speed + d * c) / cpus)
+        workers.max((d / p.speed + d * c) / cpus).max(d * c1)
     }
 
     /// Seconds to send the compressed data (the transfer stage alone).
@@ -340,27 +345,34 @@ mod tests {
 
     /// Workers sharing the cores with the pipeline's path: the compression stage takes the
     /// whole write's CPU time over the cores when that is longer than the workers' own time,
-    /// and raw data moves no faster than the path.
+    /// raw data moves no faster than the path, and neither moves faster than the path's
+    /// one-thread stages.
     #[test]
     fn the_path_cost_shares_the_cores_with_the_workers() {
         let d = (1000u64 << 20) as f64;
         let c = 0.5e-9; // 2 GB/s of path per core
         let p = RungPerf { speed: 500.0 * MB, ratio: 3.0 };
         // Two workers on two cores: (D/s + D c) / 2 = D (2 ns + 0.5 ns) / 2, not D / (2 s).
-        let shared = model(2).on_cores(2, c);
+        let shared = model(2).on_cores(2, c, 0.0);
         let t = shared.time_compress(p);
         assert!((t - d * (2e-9 + c) / 2.0).abs() < 1e-9, "{t}");
         assert!(t > model(2).time_compress(p));
         // Two workers on eight cores: the workers' own time sets the pace.
-        assert!((model(2).on_cores(8, c).time_compress(p) - d / 1000e6).abs() < 1e-9);
+        assert!((model(2).on_cores(8, c, 0.0).time_compress(p) - d / 1000e6).abs() < 1e-9);
         // Raw: the link at 1GbE, the path at a link faster than 2 cores / 0.5 ns = 4 GB/s.
         assert!((shared.time_raw(117.0 * MB) - d / 117e6).abs() < 1e-9);
         assert!((shared.time_raw(6000.0 * MB) - d * c / 2.0).abs() < 1e-9);
         // The write time and the speedup follow: slower than without the path at a fast link.
         assert!(shared.time_compressed(p, 6000.0 * MB) > model(2).time_compressed(p, 6000.0 * MB));
+        // A one-thread stage of 0.25 ns (4 GB/s) limits raw and a fast rung alike.
+        let serial = model(2).on_cores(2, 0.0, 0.25e-9);
+        assert!((serial.time_raw(6000.0 * MB) - d * 0.25e-9).abs() < 1e-9);
+        let fast = RungPerf { speed: 8000.0 * MB, ratio: 50.0 };
+        assert!((serial.time_compress(fast) - d * 0.25e-9).abs() < 1e-9);
+        assert_eq!(serial.time_compress(p), d / 1000e6, "a slow rung is not limited by it");
         // No path (0, negative or NaN) and no cores given: the workers alone.
         for bad in [0.0, -1.0, f64::NAN] {
-            let m = model(2).on_cores(0, bad);
+            let m = model(2).on_cores(0, bad, bad);
             assert_eq!(m.time_compress(p), model(2).time_compress(p));
             assert_eq!(m.time_raw(6000.0 * MB), d / 6000e6);
         }

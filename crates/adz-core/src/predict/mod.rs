@@ -64,6 +64,12 @@ pub const EXTRAPOLATE_STEPS: usize = 3;
 /// more per stored byte (a file on tmpfs about 0.45 ns), which this leaves out.
 pub const PATH_COST: f64 = 0.22e-9;
 
+/// Seconds per raw byte of the pipeline's slowest one-thread stage (the feeder reading the
+/// input or the sequencer): with no compression at all, 512 MiB of sparse data and 256 MiB of
+/// the kernel tar moved through the pipeline to `/dev/null` at 4.9-5.3 GB/s on the 2-vCPU
+/// machine of the benchmarks, where its 0.22 ns of CPU per byte on two cores would allow 9.
+pub const SERIAL_COST: f64 = 0.2e-9;
+
 /// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
 pub const MIN_RUNGS: usize = 3;
 
@@ -121,6 +127,9 @@ pub struct PredictConfig {
     /// CPU seconds per raw byte the pipeline spends besides compressing ([`WriteModel`]'s
     /// path cost). Default [`PATH_COST`].
     pub path_cost: f64,
+    /// Seconds per raw byte of the pipeline's slowest one-thread stage ([`WriteModel`]'s
+    /// serial cost). Default [`SERIAL_COST`].
+    pub serial_cost: f64,
     /// A compressed block is kept only if `stored <= raw x keep_threshold`. Default 0.97.
     pub keep_threshold: f64,
     /// S1's margin: rungs within it of the fastest count as equally fast. Default 0.05.
@@ -145,6 +154,7 @@ impl Default for PredictConfig {
             block_size: 1 << 20,
             cpus: 0,
             path_cost: PATH_COST,
+            serial_cost: SERIAL_COST,
             keep_threshold: 0.97,
             margin: 0.05,
             filters: Filters::NONE,
@@ -309,8 +319,11 @@ impl Predictor {
 
     /// The write model of a write of `bytes` under this configuration.
     pub fn model(&self, bytes: u64) -> WriteModel {
-        WriteModel::new(bytes, self.cfg.threads.max(1), self.cfg.block_size.max(1))
-            .on_cores(self.cfg.cpus, self.cfg.path_cost)
+        WriteModel::new(bytes, self.cfg.threads.max(1), self.cfg.block_size.max(1)).on_cores(
+            self.cfg.cpus,
+            self.cfg.path_cost,
+            self.cfg.serial_cost,
+        )
     }
 
     /// The candidate rungs, fastest first by the reference table, without raw.
