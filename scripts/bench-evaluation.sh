@@ -11,6 +11,9 @@
 #   MAX_MINUTES=150 scripts/bench-evaluation.sh  # run for at most 150 minutes; the same command
 #                                                # again resumes where it stopped
 #   FRESH=1 scripts/bench-evaluation.sh          # discard $OUT's earlier results, start over
+#   SINK=/scratch/me/adz-bench.adz scripts/bench-evaluation.sh
+#                                                # also write to that real store, unthrottled
+#                                                # (a path or s3://bucket/key), as one more link
 #
 # Runs resume: rows already in $OUT/results.csv (same plan) are not run again. Every piece must
 # be measured by the same source: the first run records the commit in $OUT/source.txt and a
@@ -39,6 +42,7 @@ BENCH=$BIN/adz-bench
 args=(--cache "$CACHE" --out "$OUT" -T "$THREADS")
 [ -n "${QUICK:-}" ] && args+=(--quick)
 [ -n "${SIZE:-}" ] && args+=(--size "$SIZE")
+[ -n "${SINK:-}" ] && args+=(--sink "$SINK")
 # shellcheck disable=SC2206
 [ -n "${ARGS:-}" ] && args+=($ARGS)
 "$BENCH" run "${args[@]}" --estimate >&2

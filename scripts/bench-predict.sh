@@ -2,7 +2,12 @@
 # Predicted vs real ratio and write time, and the gain of the predicted start (issue 6).
 # Run on a quiet machine; writes results under docs/benchmarks/<date>-predict-timing/, or $OUT.
 #
-#   [OUT=dir] [CARGO_TARGET_DIR=dir] scripts/bench-predict.sh [SIZE_MiB] [THREADS]
+#   [OUT=dir] [CARGO_TARGET_DIR=dir] [EVAL=1 [CACHE=dir]] scripts/bench-predict.sh [SIZE_MiB] [THREADS]
+#
+# The inputs are adz-datagen's text, doubles, sparse, random and mixed, or with EVAL=1 the
+# evaluation's datasets (linux, incompressible, text, matrix, climate, mixed, built by
+# `adz-bench datasets` into CACHE, default .cache), SIZE_MiB of each (a dataset that is
+# shorter is used whole).
 #
 # For each datagen kind and each link (1GbE, 10GbE, ib-fdr4):
 #  1. adz predict --check --json: predicted and real ratio, speed and write time per rung;
@@ -22,14 +27,27 @@ OUT=${OUT:-"$ROOT/docs/benchmarks/$(date -u +%Y-%m-%d)-predict-timing"}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT"
-cargo build --release -p adz-cli -p adz-datagen --manifest-path "$ROOT/Cargo.toml"
+cargo build --release -p adz-cli -p adz-datagen -p adz-bench --manifest-path "$ROOT/Cargo.toml"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 ADZ="$BIN/adz"
 GEN="$BIN/adz-datagen"
-{
-  echo "# adz $(git -C "$ROOT" rev-parse --short HEAD), $(uname -srm), $(nproc) cores, THREADS=$THREADS, ${SIZE_MIB} MiB"
+# name<TAB>path of each input, made before the timed part starts.
+if [ -n "${EVAL:-}" ]; then
+  "$BIN/adz-bench" datasets --cache "${CACHE:-$ROOT/.cache}" --size $((SIZE_MIB << 20)) \
+    --datasets linux,incompressible,text,matrix,climate,mixed |
+    while IFS=$'\t' read -r name path _; do
+      head -c $((SIZE_MIB << 20)) "$path" > "$WORK/$name.bin"
+      echo "$name"
+    done > "$WORK/kinds"
+else
   for kind in text doubles sparse random mixed; do
     "$GEN" "$kind" $((SIZE_MIB << 20)) 1 > "$WORK/$kind.bin"
+    echo "$kind"
+  done > "$WORK/kinds"
+fi
+{
+  echo "# adz $(git -C "$ROOT" rev-parse --short HEAD), $(uname -srm), $(nproc) cores, THREADS=$THREADS, ${SIZE_MIB} MiB"
+  for kind in $(cat "$WORK/kinds"); do
     for link in 1GbE 10GbE ib-fdr4; do
       echo "## $kind $link: prediction and check"
       "$ADZ" predict "$WORK/$kind.bin" --link "$link" -T "$THREADS" --check --json \

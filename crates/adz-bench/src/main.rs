@@ -147,6 +147,14 @@ struct RunArgs {
     /// Link speeds in MB/s, comma-separated. Default 117,1200,6000; --quick 117,1200.
     #[arg(long, value_delimiter = ',')]
     links: Vec<f64>,
+    /// Also write to a real store, unthrottled, as one more link (`link_mbs` 0, "sink" in
+    /// the report): a file on a local or parallel file system, or s3://bucket/key (configured
+    /// from AWS_* variables as for `adz compress`). Every row there writes this object (and
+    /// replaces it; it is deleted at the end), the adaptive rows measure the sink as
+    /// `--link auto` does, and only the sync workload runs (no oracle: the sink has no speed
+    /// to bound it with).
+    #[arg(long, value_name = "PATH|URL")]
+    sink: Option<String>,
     /// Workloads, comma-separated: sync, async.
     #[arg(long, value_delimiter = ',', default_value = "sync,async")]
     workloads: Vec<Workload>,
@@ -259,6 +267,10 @@ fn run_cmd(a: RunArgs) -> Result<()> {
     if let Some(l) = links.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
         bail!("a link speed must be a positive number of MB/s, got {l}");
     }
+    let mut links = links;
+    if a.sink.is_some() {
+        links.push(results::SINK_LINK);
+    }
     let statics = if !a.statics.is_empty() {
         a.statics.clone()
     } else if quick {
@@ -300,6 +312,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         rounds: a.rounds,
         async_repeats: a.async_repeats.map_or(if quick { 1 } else { 3 }, |n| n as usize),
         trace_dir: Some(a.out.join("traces")),
+        sink: a.sink.clone(),
     };
     if !(0.0..=1.0).contains(&plan.asynchronism) {
         bail!("the asynchronism must be between 0 and 1, got {}", plan.asynchronism);
@@ -322,6 +335,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         asynchronism: plan.asynchronism,
         rounds: plan.rounds,
         async_repeats: plan.async_repeats,
+        sink: plan.sink.clone(),
     };
     let available = run::available_externals(&plan);
     let csv = a.out.join("results.csv");
@@ -422,7 +436,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
             hms(started.elapsed().as_secs_f64()),
             hms(p.left_seconds),
             r.dataset,
-            r.link_mbs,
+            if results::is_sink(r.link_mbs) { "sink".to_owned() } else { r.link_mbs.to_string() },
             r.workload,
             r.config,
             r.seconds,

@@ -188,8 +188,15 @@ pub fn plot_sweeps(rows: &[Row], dir: &Path) -> Result<Vec<PathBuf>> {
                 None => (ladder.nearest(c), 1),
             })
         });
-        let file = dir.join(format!("{}-{}-{}.png", cell.dataset, cell.link_mbs, cell.workload));
-        let mut lines: Vec<(String, f64, RGBColor)> = vec![("link".into(), cell.link_mbs, BLACK)];
+        let sink = crate::results::is_sink(cell.link_mbs);
+        let link = if sink { "sink".to_owned() } else { cell.link_mbs.to_string() };
+        let file = dir.join(format!("{}-{link}-{}.png", cell.dataset, cell.workload));
+        // The real sink's "link" is what its raw row measured.
+        let mut lines: Vec<(String, f64, RGBColor)> = match cell.target_link() {
+            Some(l) if sink => vec![("sink (raw)".into(), l, BLACK)],
+            Some(l) => vec![("link".into(), l, BLACK)],
+            None => vec![],
+        };
         for (name, r, color) in [
             ("S1", &cell.s1, RED),
             ("S2", &cell.s2, BLUE),
@@ -210,7 +217,12 @@ pub fn plot_sweeps(rows: &[Row], dir: &Path) -> Result<Vec<PathBuf>> {
         let k = statics.len();
         let root = BitMapBackend::new(&file, (1400, 700)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let title = format!("{} at {} MB/s, {} write", cell.dataset, cell.link_mbs, cell.workload);
+        let title = format!(
+            "{} at {}, {} write",
+            cell.dataset,
+            crate::results::link_label(cell.link_mbs),
+            cell.workload
+        );
         let mut c = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(10)

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use adz_core::cost::{CostModel, Machine};
 
-use crate::results::{Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW, KIND_STATIC};
+use crate::results::{
+    is_sink, link_key, Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW, KIND_STATIC,
+};
 
 /// One cell's comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,11 +53,30 @@ impl Cell {
         Some(self.s1.as_ref()?.write_mbs / self.zstd_adapt.as_ref()?.write_mbs)
     }
 
-    /// A row's duration over the target duration of a strategy that aims at link / F
+    /// The link speed the cell's targets are reckoned at, MB/s: its link, or at the real sink
+    /// (which has no speed of its own) what the cell's raw row measured.
+    pub fn target_link(&self) -> Option<f64> {
+        if is_sink(self.link_mbs) {
+            self.raw_mbs
+        } else {
+            Some(self.link_mbs)
+        }
+    }
+
+    /// A row's duration over the target duration of a strategy that aims at `link_mbs` / F
     /// (S2: F = 1, S3: F given): 1.0 = exactly on target.
-    pub fn on_target(row: &Row, factor: f64) -> f64 {
-        let target = row.bytes as f64 / (row.link_mbs * 1e6) * factor;
+    pub fn on_target(row: &Row, factor: f64, link_mbs: f64) -> f64 {
+        let target = row.bytes as f64 / (link_mbs * 1e6) * factor;
         row.seconds / target
+    }
+
+    /// The cell's link for the table: MB/s, or `sink`.
+    fn link_column(&self) -> String {
+        if is_sink(self.link_mbs) {
+            "sink".to_owned()
+        } else {
+            self.link_mbs.to_string()
+        }
     }
 }
 
@@ -150,7 +171,7 @@ pub fn markdown(rows: &[Row]) -> String {
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.dataset,
-            c.link_mbs,
+            c.link_column(),
             c.workload,
             f2(c.raw_mbs).trim_end_matches(".00"),
             best,
@@ -158,17 +179,25 @@ pub fn markdown(rows: &[Row]) -> String {
             mark(c.s1_vs_best(), 0.95),
             mark(c.s1_vs_oracle(), 0.9),
             // An async row's time includes the application's computing: no write target.
-            f2(c.s2.as_ref().filter(|r| r.workload == "sync").map(|r| Cell::on_target(r, 1.0))),
+            f2(c.s2
+                .as_ref()
+                .filter(|r| r.workload == "sync")
+                .zip(c.target_link())
+                .map(|(r, l)| Cell::on_target(r, 1.0, l))),
             f2(c.s3
                 .as_ref()
                 .filter(|r| r.workload == "sync")
-                .map(|r| Cell::on_target(r, s3_factor(r)))),
+                .zip(c.target_link())
+                .map(|(r, l)| Cell::on_target(r, s3_factor(r), l))),
             speed_ratio(&c.zstd_adapt),
             f2(c.s1_vs_adapt()),
             f2(c.s1.as_ref().and_then(|r| r.async_share)),
         );
     }
     let _ = writeln!(s, "\nBold: below the issue's target for that cell.\n");
+    if cells.iter().any(|c| is_sink(c.link_mbs)) {
+        let _ = writeln!(s, "Link `sink`: the real store of `--sink`, unthrottled; the adaptive rows measured it (`--link auto`), and S2/S3's targets are reckoned at its raw row's speed.\n");
+    }
     let _ = writeln!(s, "## Geometric means\n");
     let _ = writeln!(s, "| measure | value | target |");
     let _ = writeln!(s, "|---|---|---|");
@@ -198,15 +227,23 @@ pub fn markdown(rows: &[Row]) -> String {
     let _ = writeln!(s, "\n## Cost (thesis 3.4 defaults, per GB of raw data)\n");
     let _ = writeln!(s, "| dataset | link | workload | strategy | ratio | compression cost | machine time saved | days to redeem |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let target_links: BTreeMap<(String, u64, String), f64> = cells
+        .iter()
+        .filter_map(|c| {
+            Some(((c.dataset.clone(), link_key(c.link_mbs), c.workload.clone()), c.target_link()?))
+        })
+        .collect();
     for r in rows.iter().filter(|r| r.kind == KIND_ADAPTIVE && r.workload == "sync") {
         let gb = r.bytes as f64 / 1e9;
-        let c = m.measured_write_cost(gb, r.link_mbs * 1e6, r.seconds, r.ratio);
+        // At the real sink: its raw row's speed (none measured yet: no cost line).
+        let Some(&link) = target_links.get(&r.cell()) else { continue };
+        let c = m.measured_write_cost(gb, link * 1e6, r.seconds, r.ratio);
         let per = |x: f64| if gb > 0.0 { x / gb } else { 0.0 };
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {:.2} | {:.7} | {:.7} | {} |",
             r.dataset,
-            r.link_mbs,
+            if is_sink(r.link_mbs) { "sink".to_owned() } else { r.link_mbs.to_string() },
             r.workload,
             r.config,
             r.ratio,
@@ -251,11 +288,36 @@ mod tests {
         assert!((c.s1_vs_best().unwrap() - 4.0 / 4.2).abs() < 1e-9);
         assert!((c.s1_vs_oracle().unwrap() - 3.5 / 4.2).abs() < 1e-9);
         assert!((c.s1_vs_adapt().unwrap() - 2.0).abs() < 1e-9);
-        assert!((Cell::on_target(c.s2.as_ref().unwrap(), 1.0) - 1.0).abs() < 1e-9);
-        assert!((Cell::on_target(c.s3.as_ref().unwrap(), 1.5) - 1.1).abs() < 1e-9);
+        assert!((Cell::on_target(c.s2.as_ref().unwrap(), 1.0, 117.0) - 1.0).abs() < 1e-9);
+        assert!((Cell::on_target(c.s3.as_ref().unwrap(), 1.5, 117.0) - 1.1).abs() < 1e-9);
+        assert_eq!(c.target_link(), Some(117.0));
         // Ties in speed go to the better ratio: lz4:1 over raw at 6000 MB/s.
         assert_eq!(cs[1].best_static.as_ref().unwrap().config, "lz4:1");
         assert!(cs[1].oracle.is_none() && cs[1].s1_vs_oracle().is_none());
+    }
+
+    /// At the real sink the targets and the cost are reckoned at the raw row's speed, and the
+    /// link column says `sink`.
+    #[test]
+    fn the_real_sink_is_reckoned_at_its_raw_speed() {
+        use crate::results::SINK_LINK;
+        let rows = vec![
+            row("text", SINK_LINK, "sync", "none", KIND_RAW, 4.0, 1.0),
+            row("text", SINK_LINK, "sync", "zstd:1", KIND_STATIC, 2.0, 3.0),
+            // S2 at the raw row's 250 MB/s takes the raw time: on target.
+            row("text", SINK_LINK, "sync", "s2", KIND_ADAPTIVE, 4.0, 3.5),
+            row("text", SINK_LINK, "sync", "s1", KIND_ADAPTIVE, 2.5, 3.0),
+        ];
+        let cs = cells(&rows);
+        assert_eq!(cs[0].target_link(), Some(250.0));
+        assert!((Cell::on_target(cs[0].s2.as_ref().unwrap(), 1.0, 250.0) - 1.0).abs() < 1e-9);
+        let md = markdown(&rows);
+        // raw 250, best zstd:1, S1 400 MB/s (0.80 of it), no oracle, S2 on target, no S3.
+        let line = "| text | sink | sync | 250 | zstd:1 500 (3.00) | 400 (3.00) | **0.80** | - | 1.00 | - | - | - | - |";
+        assert!(md.contains(line), "{md}");
+        assert!(md.contains("Link `sink`"), "{md}");
+        assert!(md.contains("| text | sink | sync | s1 |"), "cost line: {md}");
+        assert!(!md.contains("inf") && !md.contains("NaN"), "{md}");
     }
 
     #[test]

@@ -62,6 +62,24 @@ pub fn link_key(link_mbs: f64) -> u64 {
     (link_mbs * 1000.0).round() as u64
 }
 
+/// The `link_mbs` of rows written to the real sink of `run --sink` (not throttled: the sink is
+/// the link, and its speed is what the raw row measured).
+pub const SINK_LINK: f64 = 0.0;
+
+/// Whether `link_mbs` is the real sink's ([`SINK_LINK`]).
+pub fn is_sink(link_mbs: f64) -> bool {
+    link_mbs == SINK_LINK
+}
+
+/// A link for people: `117 MB/s`, or `sink` for the real sink.
+pub fn link_label(link_mbs: f64) -> String {
+    if is_sink(link_mbs) {
+        "sink".to_owned()
+    } else {
+        format!("{link_mbs} MB/s")
+    }
+}
+
 impl Row {
     /// The cell a row belongs to: (dataset, link, workload).
     pub fn cell(&self) -> (String, u64, String) {

@@ -2,7 +2,9 @@
 //!
 //! adz rows write through `Throttled<NullStorage>` (the link is the only sink cost); external
 //! tools are piped into the same throttle (a pass-through upload of adz's own), so every row
-//! pays for the same link.
+//! pays for the same link. With `--sink`, one more link is a real store (a file system path,
+//! or `s3://bucket/key`), written unthrottled: its rows carry [`SINK_LINK`](crate::results::SINK_LINK) and the adaptive
+//! ones measure the sink (`Link::Auto`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -20,7 +22,8 @@ use serde::Deserialize;
 
 use crate::oracle::{self, BlockCost, Measurements};
 use crate::results::{
-    link_key, Key, Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW, KIND_STATIC,
+    is_sink, link_key, link_label, Key, Row, KIND_ADAPTIVE, KIND_EXTERNAL, KIND_ORACLE, KIND_RAW,
+    KIND_STATIC,
 };
 use crate::solver::Solver;
 
@@ -141,6 +144,9 @@ pub struct Plan {
     pub async_repeats: usize,
     /// Where to keep the traces of adaptive runs (for `plot-trace`), if anywhere.
     pub trace_dir: Option<PathBuf>,
+    /// The real store of the [`SINK_LINK`](crate::results::SINK_LINK) link in `links_mbs`: the object every row there
+    /// writes (and replaces), as a path or `s3://bucket/key`.
+    pub sink: Option<String>,
 }
 
 /// Static rungs of the full sweep: the whole standard ladder (raw, lz4 50..1, zstd -4..22,
@@ -214,18 +220,26 @@ pub struct Task {
 }
 
 /// Every row of `plan` in run order: per dataset, link and workload the static rungs, then
-/// (sync) the oracle, the adaptive strategies, then (sync) the external tools. The oracle comes
+/// (sync) the oracle, the adaptive strategies, then (sync) the external tools. At the real
+/// sink ([`SINK_LINK`](crate::results::SINK_LINK)): sync only, and no oracle. The oracle comes
 /// right after the sweep it is computed from, so a resumed run writes the rows in the same
 /// order as a one-shot run.
 pub fn tasks(plan: &Plan) -> Vec<Task> {
     let mut v = Vec::new();
     for dataset in 0..plan.datasets.len() {
         for link in 0..plan.links_mbs.len() {
+            let sink = is_sink(plan.links_mbs[link]);
             for &workload in &plan.workloads {
+                // The async application's work is a share of the link's raw write time, which
+                // a real sink does not have before it is measured: sync only there.
+                if sink && workload == Workload::Async {
+                    continue;
+                }
                 let mut push = |what| v.push(Task { dataset, link, workload, what });
                 (0..plan.statics.len()).for_each(|i| push(What::Static(i)));
                 let sync = workload == Workload::Sync;
-                if sync && plan.statics.len() > 1 {
+                // The oracle needs the link's speed: none at a real sink.
+                if sync && plan.statics.len() > 1 && !sink {
                     push(What::Oracle);
                 }
                 (0..plan.adaptive.len()).for_each(|i| push(What::Adaptive(i)));
@@ -261,13 +275,10 @@ impl Plan {
 
     /// The trace file of an adz row (adaptive rows, and the sync static sweep for the oracle).
     fn trace_file(&self, dataset: usize, link: usize, workload: Workload, cfg: &str) -> String {
-        format!(
-            "{}-{}-{}-{cfg}.jsonl",
-            self.datasets[dataset].0,
-            self.links_mbs[link],
-            workload.name()
-        )
-        .replace(['=', ' ', '/'], "_")
+        let l = self.links_mbs[link];
+        let l = if is_sink(l) { "sink".to_owned() } else { l.to_string() };
+        format!("{}-{l}-{}-{cfg}.jsonl", self.datasets[dataset].0, workload.name())
+            .replace(['=', ' ', '/'], "_")
     }
 }
 
@@ -403,6 +414,7 @@ struct App {
 #[allow(clippy::too_many_arguments)]
 fn adz_write(
     data: &Arc<Vec<u8>>,
+    (store, object): (&dyn Storage, &str),
     link_bps: f64,
     strategy: Strategy,
     auto_link: bool,
@@ -419,9 +431,8 @@ fn adz_write(
         trace: Some(TraceSink::new(buf.clone())),
         ..Default::default()
     };
-    let store = throttle(link_bps);
     let start = Instant::now();
-    let mut w = Writer::create(&store, "bench.adz", opts)?;
+    let mut w = Writer::create(store, object, opts)?;
     let (mut compute, mut overlap, mut writing) = (0.0, 0.0, 0.0);
     match workload {
         Workload::Sync => w.write(data)?,
@@ -459,11 +470,16 @@ fn adz_write(
     })
 }
 
-/// Pipe `data` through an external tool into the throttled sink; (seconds, stored bytes).
-fn external_write(data: &Arc<Vec<u8>>, link_bps: f64, ext: &External) -> Result<(f64, u64)> {
-    let store = throttle(link_bps);
+/// Pipe `data` through an external tool into `object` of `store` (the throttled null store or
+/// the real sink); (seconds, stored bytes).
+fn external_write(
+    data: &Arc<Vec<u8>>,
+    store: &dyn Storage,
+    object: &str,
+    ext: &External,
+) -> Result<(f64, u64)> {
     let start = Instant::now();
-    let mut up = store.create("bench.out")?;
+    let mut up = store.create(object)?;
     let mut child = Command::new(&ext.argv[0])
         .args(&ext.argv[1..])
         .stdin(Stdio::piped())
@@ -594,6 +610,7 @@ pub fn run(
     let trace_dir = plan.trace_dir.as_ref().context("a run needs a trace directory")?;
     std::fs::create_dir_all(trace_dir)
         .with_context(|| format!("cannot create {}", trace_dir.display()))?;
+    let sink = open_sink(plan)?;
     let all: Vec<Task> =
         tasks(plan).into_iter().filter(|t| is_available(t, &session.available)).collect();
     let unavailable = tasks(plan).len() - all.len();
@@ -637,16 +654,16 @@ pub fn run(
                 data = Some((t.dataset, Arc::new(crate::datasets::load(path, plan.size)?)));
             }
             let Some((_, bytes)) = &data else { unreachable!("loaded above") };
-            let r = measure(plan, t, bytes, threads, session.sweep_seconds, &mut app, trace_dir)
-                .with_context(|| {
-                    format!(
-                        "{} at {} MB/s, {}, {}",
-                        plan.datasets[t.dataset].0,
-                        plan.links_mbs[t.link],
-                        t.workload.name(),
-                        plan.config(t)
-                    )
-                })?;
+            let env = Env { threads, sweep_seconds: session.sweep_seconds, trace_dir, sink: &sink };
+            let r = measure(plan, t, bytes, &env, &mut app).with_context(|| {
+                format!(
+                    "{} at {}, {}, {}",
+                    plan.datasets[t.dataset].0,
+                    link_label(plan.links_mbs[t.link]),
+                    t.workload.name(),
+                    plan.config(t)
+                )
+            })?;
             out.ran += 1;
             r
         };
@@ -660,6 +677,12 @@ pub fn run(
         let progress =
             Progress { present, total: all.len(), left_seconds: left_model.max(0.0) * pace };
         emit(&row, &progress)?;
+    }
+    if let Some(s) = &sink {
+        // The last row's object: a benchmark leaves nothing behind on the user's store.
+        if let Err(e) = s.store.delete(&s.name) {
+            eprintln!("adz-bench: warning: cannot delete {} from the sink: {e}", s.name);
+        }
     }
     let pace = if ran_model > 0.0 { started.elapsed().as_secs_f64() / ran_model } else { 1.0 };
     out.left = all.len() - present;
@@ -675,21 +698,52 @@ fn resolve_threads(threads: usize) -> usize {
     }
 }
 
+/// The real store of `--sink` and the object its rows write.
+struct Sink {
+    store: Arc<dyn Storage>,
+    name: String,
+}
+
+/// Open `plan.sink`; None without one. A [`SINK_LINK`](crate::results::SINK_LINK) link without a sink is an error.
+fn open_sink(plan: &Plan) -> Result<Option<Sink>> {
+    let Some(location) = &plan.sink else {
+        if plan.links_mbs.iter().any(|l| is_sink(*l)) {
+            bail!("the plan has the real sink's link but no --sink");
+        }
+        return Ok(None);
+    };
+    let (store, name) = adz_core::open::storage_for(location)
+        .with_context(|| format!("cannot use --sink {location}"))?;
+    Ok(Some(Sink { store, name }))
+}
+
+/// What every measured row shares.
+struct Env<'a> {
+    threads: usize,
+    sweep_seconds: f64,
+    trace_dir: &'a Path,
+    sink: &'a Option<Sink>,
+}
+
 /// Measure one adz or external row; write the trace of adaptive rows and of the sync static
 /// sweep (the oracle's input) before the row is returned, so a row in results.csv always has
 /// its trace on disk.
-fn measure(
-    plan: &Plan,
-    t: &Task,
-    data: &Arc<Vec<u8>>,
-    threads: usize,
-    sweep_seconds: f64,
-    app: &mut App,
-    trace_dir: &Path,
-) -> Result<Row> {
+fn measure(plan: &Plan, t: &Task, data: &Arc<Vec<u8>>, env: &Env, app: &mut App) -> Result<Row> {
+    let (threads, trace_dir) = (env.threads, env.trace_dir);
     let name = &plan.datasets[t.dataset].0;
     let link_mbs = plan.links_mbs[t.link];
     let link_bps = link_mbs * 1e6;
+    // The real sink, or the throttled null store of this link.
+    let sink = if is_sink(link_mbs) {
+        Some(env.sink.as_ref().context("the real sink's link needs --sink")?)
+    } else {
+        None
+    };
+    let throttled = throttle(link_bps.max(1.0));
+    let (store, object): (&dyn Storage, &str) = match sink {
+        Some(s) => (&*s.store, &s.name),
+        None => (&throttled, "bench.adz"),
+    };
     let bytes = data.len() as u64;
     let wl = t.workload;
     let cfg = plan.config(t);
@@ -703,19 +757,21 @@ fn measure(
             (a.strategy, a.auto_link, KIND_ADAPTIVE)
         }
         What::External(i) => {
-            let (secs, stored) = external_write(data, link_bps, &plan.externals[i])?;
+            let (secs, stored) = external_write(data, store, object, &plan.externals[i])?;
             return Ok(row(name, bytes, link_mbs, wl, cfg, KIND_EXTERNAL, threads, secs, stored));
         }
         What::Oracle => bail!("the oracle is computed, not measured"),
     };
+    // A real sink has no speed to be told: every row there measures it.
+    let auto = auto || sink.is_some();
     // The application's work per round: the asynchronism's share of a raw write's duration
     // at this link, in sweeps of the calibrated length (the same for every row of the cell).
     let per_round = bytes as f64 / plan.rounds.max(1) as f64 / link_bps;
-    app.iters = ((plan.asynchronism * per_round / sweep_seconds).round() as usize).max(1);
+    app.iters = ((plan.asynchronism * per_round / env.sweep_seconds).round() as usize).max(1);
     let runs = if wl == Workload::Async { plan.async_repeats.max(1) } else { 1 };
     let mut all = Vec::with_capacity(runs);
     for _ in 0..runs {
-        all.push(adz_write(data, link_bps, strategy, auto, plan, wl, app)?);
+        all.push(adz_write(data, (store, object), link_bps, strategy, auto, plan, wl, app)?);
     }
     let m = median_run(all).context("no run")?;
     if kind == KIND_ADAPTIVE || wl == Workload::Sync {
@@ -779,6 +835,9 @@ fn oracle_row(plan: &Plan, t: &Task, bytes: u64, threads: usize) -> Result<Optio
     Ok(Some(r))
 }
 
+/// The speed a real sink is reckoned at for [`estimate_seconds`], bytes/s.
+const SINK_ESTIMATE: f64 = 500e6;
+
 /// Estimated seconds of one row, from the controller's reference speeds (thesis-era server
 /// core speeds scaled to `threads`) and the link: at least the raw transfer time of the
 /// compressed bytes and the compression time on `threads` threads, plus 0.1 s of writer
@@ -786,6 +845,8 @@ fn oracle_row(plan: &Plan, t: &Task, bytes: u64, threads: usize) -> Result<Optio
 /// it has repeats.
 fn task_estimate(plan: &Plan, threads: usize, t: &Task) -> f64 {
     let link = plan.links_mbs[t.link] * 1e6;
+    // A real sink's speed is not known before its raw row: reckoned as 500 MB/s.
+    let link = if is_sink(plan.links_mbs[t.link]) { SINK_ESTIMATE } else { link };
     let b = plan.size as f64;
     let one = |speed: f64, ratio: f64| (b / (speed * threads as f64)).max(b / ratio / link);
     let runs = match (t.workload, t.what) {
@@ -869,6 +930,7 @@ mod tests {
             rounds: 4,
             async_repeats: 1,
             trace_dir: None,
+            sink: None,
         };
         let none = HashSet::new();
         let small = estimate_seconds(&plan, 2, &[], &none);

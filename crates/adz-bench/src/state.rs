@@ -48,6 +48,9 @@ pub struct PlanRecord {
     /// option existed).
     #[serde(default = "one")]
     pub async_repeats: usize,
+    /// `--sink`: the real store of the sink's link, if any.
+    #[serde(default)]
+    pub sink: Option<String>,
 }
 
 fn one() -> usize {
@@ -190,6 +193,7 @@ mod tests {
             asynchronism: 0.5,
             rounds: 4,
             async_repeats: 3,
+            sink: None,
         }
     }
 

@@ -138,6 +138,76 @@ fn run_writes_every_planned_row_and_column() {
     }
 }
 
+/// `--sink`: one more link, a real store written unthrottled. Sync only and no oracle there;
+/// the adaptive rows measure it; every row's object is gone at the end; the report, the
+/// traces and the plots name it `sink`.
+#[test]
+fn a_real_sink_is_one_more_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("cache"), dir.path().join("out"));
+    let store = dir.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let object = store.join("bench.adz");
+    let args = [
+        "run",
+        "--quick",
+        "--size",
+        "300000",
+        "--datasets",
+        "text",
+        "--links",
+        "1200",
+        "--sink",
+        object.to_str().unwrap(),
+        "--workloads",
+        "sync,async",
+        "--static",
+        "none,zstd:1",
+        "--adaptive",
+        "s1",
+        "--no-external",
+        "-T",
+        "2",
+        "--rounds",
+        "2",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    ok(&args);
+    let (_, rows) = read(&out.join("results.csv"));
+    let at = |link: &str| -> Vec<(String, String)> {
+        rows.iter().filter(|r| r[2] == link).map(|r| (r[3].clone(), r[4].clone())).collect()
+    };
+    // 1200 MB/s: sync none, zstd:1, oracle, s1; async none, zstd:1, s1.
+    assert_eq!(at("1200.0").len(), 7, "{rows:?}");
+    let sink = at("0.0");
+    let want: Vec<(String, String)> =
+        ["none", "zstd:1", "s1"].iter().map(|c| ("sync".to_owned(), c.to_string())).collect();
+    assert_eq!(sink, want, "sync only, no oracle: {rows:?}");
+    let z1 = rows.iter().find(|r| r[2] == "0.0" && r[4] == "zstd:1").unwrap();
+    assert!(z1[9].parse::<f64>().unwrap() > 1.5, "zstd:1 written to the sink: {z1:?}");
+    let s1 = rows.iter().find(|r| r[2] == "0.0" && r[4] == "s1").unwrap();
+    assert!(s1[7].parse::<f64>().unwrap() > 0.0 && !s1[13].is_empty(), "{s1:?}");
+    assert!(!object.exists(), "the sink's object is deleted at the end");
+    assert_eq!(std::fs::read_dir(&store).unwrap().count(), 0, "nothing left in the store");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("| text | sink | sync |"), "{md}");
+    assert!(out.join("traces/text-sink-sync-s1.jsonl").exists());
+    let plots = dir.path().join("plots");
+    let p = ok(&["plot", out.join("results.csv").to_str().unwrap(), plots.to_str().unwrap()]);
+    assert!(std::str::from_utf8(&p.stdout).unwrap().contains("text-sink-sync.png"));
+    // The sink is part of the plan: another one does not resume here.
+    let mut other = args.to_vec();
+    let elsewhere = store.join("other.adz");
+    let i = other.iter().position(|a| *a == "--sink").unwrap();
+    other[i + 1] = elsewhere.to_str().unwrap();
+    let o = bench(&other);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("sink:"), "{o:?}");
+}
+
 #[test]
 fn quick_preset_includes_external_tools_when_present() {
     let dir = tempfile::tempdir().unwrap();

@@ -278,19 +278,41 @@ fn bench(m: &CostModel, path: &Path, json: bool) -> Result<()> {
         col("seconds")?,
         col("ratio")?,
     );
-    let mut out = Vec::new();
+    let mut recs = Vec::new();
     for (i, rec) in rd.records().enumerate() {
-        let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
+        recs.push(rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?);
+    }
+    let num = |i: usize, c: usize| -> Result<f64> {
+        let rec = &recs[i];
+        rec[c].parse::<f64>().with_context(|| {
+            format!("{}: row {}: '{}' is not a number", path.display(), i + 2, &rec[c])
+        })
+    };
+    // Rows of `adz-bench run --sink` have link 0: the real sink, whose speed is what its raw
+    // row measured (bytes/s per dataset and workload).
+    let mut sink_raw = std::collections::HashMap::new();
+    for (i, rec) in recs.iter().enumerate() {
+        if &rec[c_kind] == "raw" && num(i, c_link)? == 0.0 {
+            let speed = num(i, c_bytes)? / num(i, c_secs)?;
+            sink_raw.insert((rec[c_ds].to_owned(), rec[c_wl].to_owned()), speed);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, rec) in recs.iter().enumerate() {
         if &rec[c_kind] != "adaptive" {
             continue;
         }
-        let num = |c: usize| -> Result<f64> {
-            rec[c].parse::<f64>().with_context(|| {
-                format!("{}: row {}: '{}' is not a number", path.display(), i + 2, &rec[c])
-            })
+        let (link, bytes, secs, ratio) =
+            (num(i, c_link)?, num(i, c_bytes)?, num(i, c_secs)?, num(i, c_ratio)?);
+        let link_bps = if link == 0.0 {
+            match sink_raw.get(&(rec[c_ds].to_owned(), rec[c_wl].to_owned())) {
+                Some(&raw) => raw,
+                None => continue, // a sink row without its raw row: nothing to price against
+            }
+        } else {
+            link * 1e6
         };
-        let (link, bytes, secs, ratio) = (num(c_link)?, num(c_bytes)?, num(c_secs)?, num(c_ratio)?);
-        let c = m.measured_write_cost(bytes / 1e9, link * 1e6, secs, ratio);
+        let c = m.measured_write_cost(bytes / 1e9, link_bps, secs, ratio);
         out.push(serde_json::json!({
             "dataset": &rec[c_ds], "link_mbs": link, "workload": &rec[c_wl],
             "config": &rec[c_cfg], "ratio": ratio, "cost": c,

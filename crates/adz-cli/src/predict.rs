@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use adz_core::control::{Link, Strategy};
 use adz_core::format::CodecSpec;
-use adz_core::predict::{PredictConfig, Prediction, Predictor, Sample, WriteModel};
+use adz_core::predict::{PredictConfig, Prediction, Predictor, Sample};
 use adz_core::{Predict, WriteSummary, Writer};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -186,11 +186,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         .with_context(|| format!("predicting for {}", input.describe()))?;
 
     let check = if a.check {
-        let model = WriteModel::new(pred.data_bytes, threads, cfg.block_size).on_cores(
-            cfg.cpus,
-            cfg.path_cost,
-            cfg.serial_cost,
-        );
+        let model = predictor.model(pred.data_bytes);
         let mut out = Vec::new();
         for r in pred.rungs.iter().chain(&pred.extrapolated) {
             let mut src: Box<dyn Read> = match &stdin_data {

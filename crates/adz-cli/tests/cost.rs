@@ -88,6 +88,23 @@ fn prices_the_adaptive_rows_of_a_bench_csv() {
     assert_eq!(rows[0]["config"], "s1");
     assert_eq!(rows[0]["cost"]["days_to_redeem"].as_f64(), Some(0.0));
     assert!(rows[1]["cost"]["days_to_redeem"].as_f64().unwrap() > 0.0);
+
+    // Link 0, the real sink of `adz-bench run --sink`: priced at its raw row's speed (1 GB in
+    // 5 s); a sink row of a dataset without a raw row is left out.
+    let sink = dir.path().join("sink.csv");
+    std::fs::write(
+        &sink,
+        "dataset,bytes,link_mbs,workload,config,kind,seconds,ratio\n\
+         text,1000000000,0,sync,none,raw,5.0,1.0\n\
+         text,1000000000,0,sync,s1,adaptive,4.0,2.5\n\
+         climate,1000000000,0,sync,s1,adaptive,4.0,2.5\n",
+    )
+    .unwrap();
+    let v = json(&["cost", "--json", "--bench", sink.to_str().unwrap()]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["dataset"], "text");
+    assert!((rows[0]["cost"]["raw_seconds"].as_f64().unwrap() - 5.0).abs() < 1e-9, "{v}");
     let no_adaptive = dir.path().join("none.csv");
     std::fs::write(&no_adaptive, "dataset,bytes,link_mbs,workload,config,kind,seconds,ratio\n")
         .unwrap();

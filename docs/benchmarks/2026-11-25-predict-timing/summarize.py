@@ -5,15 +5,16 @@ trace-*.jsonl). Run from this directory: python3 summarize.py
 Copied from ../2026-11-23-predict-timing/summarize.py, with: real write times from the raw
 bytes over adz's MB/s (adz prints seconds with two decimals, 5 % of a 0.1 s write), per-rung
 speed errors (--check), and the write-time table of the directory named in BEFORE beside
-this one's."""
+this one's. BEFORE and KINDS (space-separated) may be given in the environment."""
 import collections
 import json
 import os
 import re
 
-BEFORE = "../2026-11-23-predict-timing"
+BEFORE = os.environ.get("BEFORE", "../2026-11-23-predict-timing")
 
-KINDS = ["text", "doubles", "sparse", "random", "mixed"]
+# The inputs: KINDS="linux matrix ..." for a run with EVAL=1.
+KINDS = os.environ.get("KINDS", "text doubles sparse random mixed").split()
 LINKS = ["1GbE", "10GbE", "ib-fdr4"]
 
 def parse_runs(path):

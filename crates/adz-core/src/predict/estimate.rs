@@ -31,9 +31,10 @@
 //! Text through two workers on two cores compresses at 1.8x one worker, not 2x: lz4:1 on the
 //! kernel tar took 0.96-0.98 s for 1 GiB where `D / (N s)` says 0.64 s and the CPU term
 //! 0.83 s; with no compression at all the pipeline moves 4.9-5.3 GB/s
-//! (docs/benchmarks/2026-11-25-predict-cores). Compression *pays* when some rung's speedup exceeds
-//! 1 (for S1) and the rung saves at least the keep threshold's 3 % (a block that saves less is
-//! stored raw anyway).
+//! (docs/benchmarks/2026-11-25-predict-cores).
+//!
+//! Compression *pays* when some rung's speedup exceeds 1 (for S1) and the rung saves at least
+//! the keep threshold's 3 % (a block that saves less is stored raw anyway).
 
 use adz_control::Strategy;
 
