@@ -40,6 +40,8 @@ fr_best, fr_old = [], []
 for key in sorted(new, key=lambda k: (k[1], k[0])):
     best, raw, ad, comp = summary(new[key])
     s1 = ad.get("s1")
+    if s1 is None or "s2" not in ad or "s3=1.5" not in ad:
+        continue  # a cell not measured to its end yet
     f = float(s1["write_mbs"]) / float(best["write_mbs"])
     fr_best.append(f)
     line = (f"| {key[0]} | {key[1]:.0f} | {best['config']} ({float(best['write_mbs']):.0f}) | "
