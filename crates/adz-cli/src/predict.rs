@@ -20,8 +20,9 @@ block each, all together at most 2 % of it) are compressed with each candidate r
 first, while the prediction stays within 2 % of the write's predicted time. Probes (4 KiB, \
 their entropy class) find the kinds of data first; input of several kinds gets its slices by \
 kind, each standing for its kind's share. For each rung: ratio, one thread's speed, and the \
-write time through the link, max(compression, transfer) + one block. Data that looks random \
-is not compressed at all. docs/PREDICTOR.md has the details.
+write time through the link, max(compression, transfer) + one block; for input of several \
+kinds, reckoned block by block along where the probes found each kind, at that kind's speed \
+and ratio. Data that looks random is not compressed at all. docs/PREDICTOR.md has the details.
 
 Examples:
   adz predict data.bin --link 1GbE              does compressing pay on 1 Gbit/s, and where to start
@@ -281,7 +282,7 @@ fn print_text(
     if p.kinds.len() > 1 {
         let kinds: Vec<String> =
             p.kinds.iter().map(|(c, s)| format!("{} {:.0} %", class_name(*c), s * 100.0)).collect();
-        writeln!(out, "kinds:      {} (slices by kind)", kinds.join(", "))?;
+        writeln!(out, "kinds:      {} (slices by kind, time along the kinds)", kinds.join(", "))?;
     }
     let verdict = match h.class {
         _ if p.sampled_bytes == 0 => "empty: nothing to look at",

@@ -4,7 +4,7 @@
 use adz_core::control::Strategy;
 use adz_core::format::CodecSpec;
 use adz_core::predict::{
-    Compressibility, PredictConfig, Predictor, Sample, SampleConfig, LINK_GRID,
+    Compressibility, Layout, PredictConfig, Predictor, Sample, SampleConfig, LINK_GRID,
 };
 use adz_datagen::{generate, Kind};
 
@@ -265,10 +265,10 @@ fn a_slow_link_starts_s2_past_the_rungs_measured() {
         .model(data.len() as u64);
     if at - from < EXTRAPOLATE_STEPS {
         let next = ladder.rungs()[at + 1];
-        let guess = adz_core::predict::RungPerf {
-            speed: adz_core::control::reference(next).speed * level,
-            ratio: start.ratio,
-        };
+        let guess = adz_core::predict::RungPerf::new(
+            adz_core::control::reference(next).speed * level,
+            start.ratio,
+        );
         assert!(model.time_compressed(guess, link) > raw, "{next} would keep pace too");
     }
     // With every rung measured, the start is a measured one (nothing to extrapolate).
@@ -383,6 +383,55 @@ fn alternating_segments_are_sampled_in_their_shares() {
         old_worst = old_worst.max(old);
     }
     assert!(old_worst > 0.20, "the old sampling was within {:.1} %", old_worst * 100.0);
+}
+
+/// Where the kinds lie: the probes' map gives each block of the alternating file its kind,
+/// and each rung is measured kind by kind, so the predicted write time follows the sections
+/// (text compression-bound, random bytes link-bound at 1200 MB/s), not the whole file's
+/// averages.
+#[test]
+fn the_write_time_is_reckoned_along_the_kinds() {
+    const SEGMENT: usize = (3 << 20) + 12_345;
+    let text = generate(Kind::Text, 8 * SEGMENT, 41);
+    let random = generate(Kind::Random, 16 * SEGMENT, 42);
+    let mut data = Vec::with_capacity(24 * SEGMENT);
+    for i in 0..8 {
+        data.extend_from_slice(&text[i * SEGMENT..(i + 1) * SEGMENT]);
+        data.extend_from_slice(&random[2 * i * SEGMENT..(2 * i + 2) * SEGMENT]);
+    }
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    assert!(!sample.map.is_empty() && sample.span == data.len() as u64);
+    let block = 1u64 << 20;
+    let layout = Layout::from_map(&sample.map, sample.span, data.len() as u64, block).unwrap();
+    assert_eq!(layout.steps.len(), (data.len() as u64).div_ceil(block) as usize);
+    // Each block wholly within a segment has its segment's kind (text is class 2, random
+    // bytes 4); a block across a border is of neither.
+    let (mut inside, mut agree) = (0, 0);
+    for (j, &c) in layout.steps.iter().enumerate() {
+        let (start, end) = (j * block as usize, ((j + 1) * block as usize).min(data.len()));
+        if start / SEGMENT == (end - 1) / SEGMENT {
+            inside += 1;
+            agree += usize::from(c == if start / SEGMENT % 3 == 0 { 2 } else { 4 });
+        }
+    }
+    assert!(inside >= 48 && agree as f64 >= 0.95 * inside as f64, "{agree} of {inside}");
+    // lz4:1 measured kind by kind: text saves, random bytes do not.
+    let mut p = predictor(2, &["lz4:1"]);
+    let (perf, _) = p.measure(&sample, spec("lz4:1")).unwrap();
+    let (text_ratio, random_ratio) = (perf.kinds[2].unwrap().1, perf.kinds[4].unwrap().1);
+    assert!(text_ratio > 1.5 && random_ratio < 1.01, "{perf:?}");
+    // The prediction reckons along the layout: the time of the model that has it.
+    let link = 1200e6;
+    let pred = p.predict(&sample, Strategy::Throughput, Some(link)).unwrap();
+    let model = p.model(data.len() as u64).with_layout(Some(layout));
+    let e = pred.estimate(spec("lz4:1")).unwrap();
+    let kinded = model.time_compressed(perf, link);
+    let flat =
+        model.time_compressed(adz_core::predict::RungPerf::new(perf.speed, perf.ratio), link);
+    // Speeds are measured anew by each call: the same order of time, not the same time.
+    let t = e.time.unwrap();
+    assert!(t > 0.5 * kinded && t < 2.0 * kinded, "{t} vs {kinded}");
+    assert!(kinded >= 0.99 * flat, "sections are no faster than the averages: {kinded} vs {flat}");
 }
 
 // The writer's use of the predictor: it holds its first blocks, predicts, starts the

@@ -38,6 +38,10 @@
 
 use adz_control::Strategy;
 
+/// Entropy classes a rung's performance is kept for: `adz_control::classify`'s 0 (empty)
+/// to 4 (random-looking).
+pub const KINDS: usize = 5;
+
 /// What one rung achieves on the data, per thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RungPerf {
@@ -45,10 +49,104 @@ pub struct RungPerf {
     pub speed: f64,
     /// raw / compressed (1.0 or a little less: nothing saved).
     pub ratio: f64,
+    /// `(speed, ratio)` on each kind of data (by entropy class), where the sample measured
+    /// the kinds apart (a stratified sample); all None for data of one kind. With a
+    /// [`Layout`] in the model, the write time is reckoned block by block from these.
+    pub kinds: [Option<(f64, f64)>; KINDS],
+}
+
+impl RungPerf {
+    /// A rung of one-thread speed `speed` (raw bytes/s) and ratio `ratio` on data of one kind.
+    pub fn new(speed: f64, ratio: f64) -> RungPerf {
+        RungPerf { speed, ratio, kinds: [None; KINDS] }
+    }
+
+    /// The same rung with its speed and ratio on each kind of data (`(class, speed, ratio)`;
+    /// classes past [`KINDS`] are left out).
+    pub fn with_kinds(mut self, kinds: &[(u8, f64, f64)]) -> RungPerf {
+        for &(class, speed, ratio) in kinds {
+            if let Some(k) = self.kinds.get_mut(class as usize) {
+                *k = Some((speed, ratio));
+            }
+        }
+        self
+    }
+
+    /// Speed and ratio on blocks of class `class`: the kind's own if measured, else the
+    /// whole sample's.
+    fn on(&self, class: u8) -> (f64, f64) {
+        self.kinds.get(class as usize).copied().flatten().unwrap_or((self.speed, self.ratio))
+    }
+
+    /// True if any kind was measured apart.
+    fn by_kind(&self) -> bool {
+        self.kinds.iter().any(Option::is_some)
+    }
+}
+
+/// The most blocks a write with a [`Layout`] is reckoned in one by one; a longer write is
+/// reckoned in groups of consecutive blocks (each group as one block of their bytes).
+pub const MAX_STEPS: usize = 4096;
+
+/// The kinds of data along a write: the entropy class of each step of the write (a block, or
+/// a group of blocks past [`MAX_STEPS`]), where the data has several kinds that the sample
+/// measured apart. Sections of different kinds load the stages in turn: a section that
+/// compresses slowly is compression-bound while one that compresses well waits for the
+/// link, and the pipeline's buffers only carry a few blocks from one to the next. A write of
+/// 4 MiB sections of text, doubles, sparse and random data through 1200 MB/s on two cores
+/// took 12-27 % longer than the whole write's averages say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// Class of each step, in order.
+    pub steps: Vec<u8>,
+}
+
+impl Layout {
+    /// The layout of a write of `bytes` in blocks of `block` bytes, given the class found at
+    /// some offsets of its first `span` bytes (`map`: `(offset, class)`, in offset order; a
+    /// writer's probes see only the blocks it holds, and the rest of the write is taken to
+    /// go on alike, the map repeated). Each step takes the class of the probe nearest its
+    /// middle. None: no map, or a map of one class (the averages are then exact).
+    pub fn from_map(map: &[(u64, u8)], span: u64, bytes: u64, block: u64) -> Option<Layout> {
+        let first = map.first()?.1;
+        if span == 0 || bytes == 0 || map.iter().all(|m| m.1 == first) {
+            return None;
+        }
+        let (n, step) = steps(bytes, block);
+        let steps = (0..n)
+            .map(|i| {
+                let mid = ((i as f64 + 0.5) * step).min(bytes as f64 - 1.0) as u64 % span;
+                let at = map.partition_point(|m| m.0 <= mid);
+                let before = at.checked_sub(1).map(|j| map[j]);
+                let after = map.get(at).copied();
+                match (before, after) {
+                    (Some(b), Some(a)) => {
+                        if mid - b.0 <= a.0 - mid {
+                            b.1
+                        } else {
+                            a.1
+                        }
+                    }
+                    (Some(x), None) | (None, Some(x)) => x.1,
+                    (None, None) => first,
+                }
+            })
+            .collect();
+        Some(Layout { steps })
+    }
+}
+
+/// The steps a write of `bytes` in blocks of `block` is reckoned in, and each step's bytes:
+/// one block per step, or groups of blocks past [`MAX_STEPS`].
+fn steps(bytes: u64, block: u64) -> (usize, f64) {
+    let blocks = bytes.div_ceil(block.max(1)).max(1);
+    let group = blocks.div_ceil(MAX_STEPS as u64);
+    let n = blocks.div_ceil(group) as usize;
+    (n, bytes as f64 / n as f64)
 }
 
 /// The machine and the write the formulas are applied to.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WriteModel {
     /// Raw bytes of the write.
     pub bytes: u64,
@@ -63,13 +161,34 @@ pub struct WriteModel {
     /// Seconds per raw byte of the pipeline's slowest one-thread stage, `c1`: a limit on its
     /// speed whatever the cores.
     pub serial_cost: f64,
+    /// Blocks that can be in flight between the workers and the link: the pipeline's frame
+    /// buffers (0: its default, 2 x threads + 2).
+    pub buffers: usize,
+    /// The kinds of data along the write, where they differ: the write time with a rung
+    /// measured kind by kind ([`RungPerf::kinds`]) is then reckoned step by step
+    /// ([`WriteModel::time_by_kind`]).
+    pub layout: Option<std::sync::Arc<Layout>>,
 }
 
 impl WriteModel {
     /// A write of `bytes` on `threads` workers in blocks of `block_size`, with the workers
     /// alone on their cores (no path cost; see [`WriteModel::on_cores`]).
     pub fn new(bytes: u64, threads: usize, block_size: u64) -> WriteModel {
-        WriteModel { bytes, threads, block_size, cpus: 0, path_cost: 0.0, serial_cost: 0.0 }
+        WriteModel {
+            bytes,
+            threads,
+            block_size,
+            cpus: 0,
+            path_cost: 0.0,
+            serial_cost: 0.0,
+            buffers: 0,
+            layout: None,
+        }
+    }
+
+    /// The same write with the kinds of data along it (None: one kind, or not known).
+    pub fn with_layout(self, layout: Option<Layout>) -> WriteModel {
+        WriteModel { layout: layout.map(std::sync::Arc::new), ..self }
     }
 
     /// The same write on `cpus` cores shared with a path costing `path_cost` CPU seconds per
@@ -108,12 +227,60 @@ impl WriteModel {
         self.bytes as f64 / (p.ratio.max(1.0) * link)
     }
 
-    /// Seconds for the whole write with compression: the slower stage plus the pipeline fill.
+    /// Seconds for the whole write with compression: the slower stage plus the pipeline fill;
+    /// with a [`Layout`] and a rung measured kind by kind, reckoned step by step
+    /// ([`WriteModel::time_by_kind`]).
     pub fn time_compressed(&self, p: RungPerf, link: f64) -> f64 {
+        if let Some(layout) = self.layout.as_deref().filter(|_| p.by_kind()) {
+            return self.time_by_kind(layout, p, link);
+        }
         let (c, t) = (self.time_compress(p), self.time_transfer(p, link));
         let b = self.block_size.min(self.bytes) as f64;
         let fill = if c >= t { b / (p.ratio.max(1.0) * link) } else { b / p.speed };
         c.max(t) + fill
+    }
+
+    /// Seconds for the write with compression, step by step along `layout`, each step at
+    /// its kind's speed and ratio (`p.kinds`, or `p`'s own for a kind not measured): the
+    /// feeder hands out the steps in order (`c1` seconds per byte), the earliest free of the
+    /// N workers compresses each, taking `max(b / s, N b (1/s + c) / C)` (N workers at once
+    /// share the C cores with the path), but only once a frame buffer is free (at most
+    /// [`WriteModel::buffers`] steps between the workers and the link), and the link sends
+    /// the frames in order, `b / (f L)` each. For data of one kind this is the formula of
+    /// [`WriteModel::time_compressed`]; for sections of different kinds, each section's
+    /// slower stage sets its pace, and the buffers carry only a few blocks across.
+    pub fn time_by_kind(&self, layout: &Layout, p: RungPerf, link: f64) -> f64 {
+        let (cpus, c, c1) = self.cores();
+        let n = self.threads.max(1);
+        let (count, step) = steps(self.bytes, self.block_size);
+        if layout.steps.is_empty() || self.bytes == 0 {
+            return 0.0;
+        }
+        let block = self.block_size.clamp(1, self.bytes) as f64;
+        let buffers = if self.buffers == 0 { 2 * n + 2 } else { self.buffers };
+        let depth = ((buffers as f64 * block / step).round() as usize).max(1);
+        let mut workers = std::collections::BinaryHeap::new();
+        for _ in 0..n {
+            workers.push(std::cmp::Reverse(Time(0.0)));
+        }
+        let mut sent: Vec<f64> = Vec::with_capacity(count);
+        let (mut ready, mut last) = (0.0f64, 0.0f64);
+        for i in 0..count {
+            let (s, f) = p.on(layout.steps[i * layout.steps.len() / count]);
+            let s = if s > 0.0 { s } else { f64::INFINITY };
+            ready += step * c1;
+            let std::cmp::Reverse(Time(free)) = workers.pop().expect("n >= 1 workers");
+            let mut start = ready.max(free);
+            if i >= depth {
+                start = start.max(sent[i - depth]);
+            }
+            let work = (step / s).max(n as f64 * step * (1.0 / s + c) / cpus);
+            let done = start + work;
+            workers.push(std::cmp::Reverse(Time(done)));
+            last = done.max(last) + step / (f.max(1.0) * link);
+            sent.push(last);
+        }
+        last
     }
 
     /// `time_raw / time_compressed`: above 1, compressing with `p` makes the write faster.
@@ -124,6 +291,24 @@ impl WriteModel {
         } else {
             1.0
         }
+    }
+}
+
+/// Seconds, ordered by `total_cmp`, for the workers' heap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Time(f64);
+
+impl Eq for Time {}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Time) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Time {
+    fn cmp(&self, other: &Time) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
@@ -326,7 +511,7 @@ mod tests {
         let m = model(4);
         let d = m.bytes as f64;
         // 4 x 100 MB/s = 400 MB/s of compression, ratio 4: 400 MB/s raw through a 100 MB/s link.
-        let p = RungPerf { speed: 100.0 * MB, ratio: 4.0 };
+        let p = RungPerf::new(100.0 * MB, 4.0);
         assert!((m.time_raw(100.0 * MB) - d / 100e6).abs() < 1e-9);
         assert!((m.time_compress(p) - d / 400e6).abs() < 1e-9);
         assert!((m.time_transfer(p, 100.0 * MB) - d / 400e6).abs() < 1e-9);
@@ -352,7 +537,7 @@ mod tests {
     fn the_path_cost_shares_the_cores_with_the_workers() {
         let d = (1000u64 << 20) as f64;
         let c = 0.5e-9; // 2 GB/s of path per core
-        let p = RungPerf { speed: 500.0 * MB, ratio: 3.0 };
+        let p = RungPerf::new(500.0 * MB, 3.0);
         // Two workers on two cores: (D/s + D c) / 2 = D (2 ns + 0.5 ns) / 2, not D / (2 s).
         let shared = model(2).on_cores(2, c, 0.0);
         let t = shared.time_compress(p);
@@ -368,7 +553,7 @@ mod tests {
         // A one-thread stage of 0.25 ns (4 GB/s) limits raw and a fast rung alike.
         let serial = model(2).on_cores(2, 0.0, 0.25e-9);
         assert!((serial.time_raw(6000.0 * MB) - d * 0.25e-9).abs() < 1e-9);
-        let fast = RungPerf { speed: 8000.0 * MB, ratio: 50.0 };
+        let fast = RungPerf::new(8000.0 * MB, 50.0);
         assert!((serial.time_compress(fast) - d * 0.25e-9).abs() < 1e-9);
         assert_eq!(serial.time_compress(p), d / 1000e6, "a slow rung is not limited by it");
         // No path (0, negative or NaN) and no cores given: the workers alone.
@@ -382,7 +567,7 @@ mod tests {
     #[test]
     fn decision_flips_to_raw_as_the_link_passes_the_compression_speed() {
         let m = model(2);
-        let rungs = [RungPerf { speed: 300.0 * MB, ratio: 2.0 }];
+        let rungs = [RungPerf::new(300.0 * MB, 2.0)];
         // Aggregate compression 600 MB/s, ratio 2: pays while L f < ... i.e. while the link is
         // slower than what compression feeds, up to about 600 MB/s.
         let mut last = true;
@@ -403,10 +588,10 @@ mod tests {
     fn strategies_pick_their_rungs() {
         let m = model(4);
         let rungs = [
-            RungPerf { speed: 700.0 * MB, ratio: 2.1 },
-            RungPerf { speed: 300.0 * MB, ratio: 2.9 },
-            RungPerf { speed: 60.0 * MB, ratio: 3.4 },
-            RungPerf { speed: 20.0 * MB, ratio: 3.8 },
+            RungPerf::new(700.0 * MB, 2.1),
+            RungPerf::new(300.0 * MB, 2.9),
+            RungPerf::new(60.0 * MB, 3.4),
+            RungPerf::new(20.0 * MB, 3.8),
         ];
         let link = 117.0 * MB;
         // S2: fastest-ratio rung still as fast as the link: 4 x 60 = 240 >= 117; 80 < 117.
@@ -416,7 +601,7 @@ mod tests {
         // S1: min(4 s, L f): 2.1 L = 246, 2.9 L = 339, min(240, 398) = 240, 80 -> rung 1.
         assert_eq!(choose(Strategy::Throughput, &m, &rungs, link, 0.97, 0.05), Some(1));
         // Nothing saves 3 %: raw.
-        let flat = [RungPerf { speed: 700.0 * MB, ratio: 1.01 }];
+        let flat = [RungPerf::new(700.0 * MB, 1.01)];
         assert_eq!(choose(Strategy::Throughput, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
         assert_eq!(choose(Strategy::KeepPace, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
     }
@@ -425,9 +610,9 @@ mod tests {
     fn minimax_regret_weighs_the_slowest_and_fastest_links() {
         let m = model(2);
         let rungs = [
-            RungPerf { speed: 800.0 * MB, ratio: 2.1 },
-            RungPerf { speed: 350.0 * MB, ratio: 3.0 },
-            RungPerf { speed: 8.0 * MB, ratio: 3.8 },
+            RungPerf::new(800.0 * MB, 2.1),
+            RungPerf::new(350.0 * MB, 3.0),
+            RungPerf::new(8.0 * MB, 3.8),
         ];
         // 2 threads: the fastest rung compresses 1.6 GB/s, 7.5x slower than a 12 GB/s link;
         // raw loses only 3x (the best ratio) at the slowest link: raw is the safer start.
@@ -443,7 +628,7 @@ mod tests {
         let (choice, _) = minimax_regret(Strategy::KeepPace, &m16, &rungs, &LINK_GRID, 0.97);
         assert_ne!(choice, Some(2));
         // Incompressible data: raw, no regret.
-        let flat = [RungPerf { speed: 2000.0 * MB, ratio: 1.0 }];
+        let flat = [RungPerf::new(2000.0 * MB, 1.0)];
         assert_eq!(minimax_regret(Strategy::Throughput, &m, &flat, &LINK_GRID, 0.97), (None, 0.0));
     }
 
@@ -454,10 +639,10 @@ mod tests {
         let raw = m.time_raw(link);
         // Every rung far faster than the link: the start's own time is short, but the
         // controller slows down to the target, so that is the write's time.
-        let fast = [RungPerf { speed: 500.0 * MB, ratio: 3.0 }];
+        let fast = [RungPerf::new(500.0 * MB, 3.0)];
         let t1 = m.time_compressed(fast[0], link);
         assert!(t1 < 0.5 * raw);
-        let xz9 = RungPerf { speed: 5.0 * MB, ratio: 3.5 };
+        let xz9 = RungPerf::new(5.0 * MB, 3.5);
         assert_eq!(write_time(Strategy::Throughput, &m, &fast, Some(0), link, Some(xz9)), t1);
         assert_eq!(write_time(Strategy::KeepPace, &m, &fast, Some(0), link, Some(xz9)), raw);
         assert_eq!(target_time(Strategy::Prolong(2.0), &m, link), Some(2.0 * raw));
@@ -466,7 +651,7 @@ mod tests {
         // Unless no rung is that slow (at 10 MB/s even the slowest rung, 4 x 400 MB/s, is
         // link-bound): then the longer of the start's and the slowest rung's time.
         let slow_link = 10.0 * MB;
-        let quick = RungPerf { speed: 400.0 * MB, ratio: 2.5 };
+        let quick = RungPerf::new(400.0 * MB, 2.5);
         let t = write_time(Strategy::KeepPace, &m, &fast, Some(0), slow_link, Some(quick));
         assert_eq!(t, m.time_compressed(quick, slow_link));
         assert!(t > m.time_compressed(fast[0], slow_link) && t < m.time_raw(slow_link));
@@ -477,12 +662,9 @@ mod tests {
     #[test]
     fn the_start_is_extrapolated_to_just_meet_the_target() {
         let m = model(4);
-        let measured = [
-            RungPerf { speed: 700.0 * MB, ratio: 2.1 },
-            RungPerf { speed: 300.0 * MB, ratio: 2.9 },
-        ];
+        let measured = [RungPerf::new(700.0 * MB, 2.1), RungPerf::new(300.0 * MB, 2.9)];
         // Guesses for three slower candidates: 4 x 60 = 240, 4 x 20 = 80, 4 x 5 = 20 MB/s.
-        let guesses = [60.0, 20.0, 5.0].map(|s| RungPerf { speed: s * MB, ratio: 2.9 });
+        let guesses = [60.0, 20.0, 5.0].map(|s| RungPerf::new(s * MB, 2.9));
         let s2 = Strategy::KeepPace;
         // At 117 MB/s: 240 keeps pace, 80 does not.
         assert_eq!(extrapolate_start(s2, &m, &measured, &guesses, 117.0 * MB, 0.97), Some(0));
@@ -495,9 +677,92 @@ mod tests {
         // S1 has no target; nothing measured saves: nothing to extrapolate from.
         let s1 = Strategy::Throughput;
         assert_eq!(extrapolate_start(s1, &m, &measured, &guesses, 50.0 * MB, 0.97), None);
-        let flat = [RungPerf { speed: 700.0 * MB, ratio: 1.0 }];
+        let flat = [RungPerf::new(700.0 * MB, 1.0)];
         assert_eq!(extrapolate_start(s2, &m, &flat, &guesses, 50.0 * MB, 0.97), None);
         // No candidate meets it (a link faster than every guess): None.
         assert_eq!(extrapolate_start(s2, &m, &measured, &guesses[1..], 117.0 * MB, 0.97), None);
+    }
+
+    /// Data of one kind, or kinds measured alike: step by step, the write takes the
+    /// averages' time (the formula's max of the stages plus a block's fill), within 1 %.
+    #[test]
+    fn one_kind_step_by_step_takes_the_formulas_time() {
+        let layout = Layout { steps: (0..1000).map(|i| [2u8, 3][i % 7 / 4]).collect() };
+        for (threads, cpus, c, c1) in [(4, 0, 0.0, 0.0), (2, 2, 0.22e-9, 0.2e-9)] {
+            let m = model(threads).on_cores(cpus, c, c1);
+            let kinded = m.clone().with_layout(Some(layout.clone()));
+            for p in [RungPerf::new(100.0 * MB, 3.0), RungPerf::new(2000.0 * MB, 1.5)] {
+                let same = p.with_kinds(&[(2, p.speed, p.ratio), (3, p.speed, p.ratio)]);
+                for link in [50.0 * MB, 117.0 * MB, 1200.0 * MB, 6000.0 * MB] {
+                    let (formula, steps) =
+                        (m.time_compressed(p, link), kinded.time_compressed(same, link));
+                    assert!(
+                        (steps / formula - 1.0).abs() < 0.01,
+                        "{threads} {p:?} {link}: {steps} vs {formula}"
+                    );
+                    // A rung not measured by kind takes the formula, layout or not.
+                    assert_eq!(kinded.time_compressed(p, link), formula);
+                }
+            }
+        }
+    }
+
+    /// Sections of two kinds much longer than the pipeline's buffers: one compresses slowly
+    /// (compression-bound), one is incompressible and fast (link-bound). Each section's slower
+    /// stage sets its pace, so the write takes the sum of each kind's own time, not the max
+    /// of the whole write's averages, which lets the slow kind borrow the fast kind's spare
+    /// compression time.
+    #[test]
+    fn long_sections_of_two_kinds_take_each_kinds_time() {
+        let m = model(2);
+        let link = 300.0 * MB;
+        let (slow, fast) = ((2u8, 100.0 * MB, 3.0), (4u8, 10_000.0 * MB, 1.0));
+        // Half and half by bytes: the averages of the whole write.
+        let pooled =
+            RungPerf::new(1.0 / (0.5 / slow.1 + 0.5 / fast.1), 1.0 / (0.5 / slow.2 + 0.5 / fast.2));
+        let p = pooled.with_kinds(&[slow, fast]);
+        let half = m.bytes as f64 / 2.0;
+        let each = half / (2.0 * slow.1) + half / link; // compression-bound + link-bound
+                                                        // Sections of 100 blocks: the buffers (6 blocks) carry little across.
+        let long =
+            Layout { steps: (0..1000).map(|i| if i / 100 % 2 == 0 { 2 } else { 4 }).collect() };
+        let t = m.clone().with_layout(Some(long)).time_compressed(p, link);
+        let averages = m.time_compressed(pooled, link);
+        assert!((t / each - 1.0).abs() < 0.05, "{t} vs {each}");
+        assert!(t > 1.3 * averages, "{t} vs {averages}");
+        // Kinds alternating every block: the buffers smooth them, and the averages hold.
+        let short = Layout { steps: (0..1000).map(|i| if i % 2 == 0 { 2 } else { 4 }).collect() };
+        let t = m.with_layout(Some(short)).time_compressed(p, link);
+        assert!((t / averages - 1.0).abs() < 0.05, "{t} vs {averages}");
+    }
+
+    /// The layout from the probes' map: each step takes the nearest probe's class, the map is
+    /// repeated past the bytes it covers, a map of one kind gives none, and a long write is
+    /// reckoned in at most MAX_STEPS steps.
+    #[test]
+    fn the_layout_follows_the_nearest_probe() {
+        let mib = 1u64 << 20;
+        // Probes at 0.5, 1.5, ... MiB over 8 MiB: 2 2 4 4 4 2 2 2.
+        let map: Vec<(u64, u8)> = [2, 2, 4, 4, 4, 2, 2, 2]
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (i as u64 * mib + mib / 2, c))
+            .collect();
+        let l = Layout::from_map(&map, 8 * mib, 8 * mib, mib).unwrap();
+        assert_eq!(l.steps, [2, 2, 4, 4, 4, 2, 2, 2]);
+        // A writer's 8 MiB of a 16 MiB write: the map again for the rest.
+        let l = Layout::from_map(&map, 8 * mib, 16 * mib, mib).unwrap();
+        assert_eq!(l.steps, [2, 2, 4, 4, 4, 2, 2, 2, 2, 2, 4, 4, 4, 2, 2, 2]);
+        // Probes sparser than the blocks: the nearest one, ties to the earlier.
+        let sparse = [(0, 2u8), (4 * mib, 4)];
+        let l = Layout::from_map(&sparse, 8 * mib, 8 * mib, mib).unwrap();
+        assert_eq!(l.steps, [2, 2, 4, 4, 4, 4, 4, 4]);
+        // One kind, no map, an empty write: nothing to reckon step by step.
+        assert_eq!(Layout::from_map(&[(0, 2), (mib, 2)], 2 * mib, 8 * mib, mib), None);
+        assert_eq!(Layout::from_map(&[], 8 * mib, 8 * mib, mib), None);
+        assert_eq!(Layout::from_map(&map, 8 * mib, 0, mib), None);
+        // 1 TiB in 1 MiB blocks: 4096 steps of 256 blocks.
+        let l = Layout::from_map(&map, 8 * mib, 1 << 40, mib).unwrap();
+        assert_eq!(l.steps.len(), MAX_STEPS);
     }
 }

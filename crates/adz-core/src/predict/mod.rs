@@ -38,7 +38,7 @@ use adz_control::{reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
 
-pub use self::estimate::{RungPerf, WriteModel, LINK_GRID};
+pub use self::estimate::{Layout, RungPerf, WriteModel, LINK_GRID};
 pub use self::heuristic::{classify_sample, Compressibility, Heuristic};
 pub use self::sample::{
     PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, LOOK_SPEED, PLACE_WINDOW, PROBE_FIRST,
@@ -342,7 +342,7 @@ impl Predictor {
             .iter()
             .map(|c| {
                 let r = reference(*c);
-                RungPerf { speed: r.speed * INITIAL_LEVEL, ratio: r.ratio }
+                RungPerf::new(r.speed * INITIAL_LEVEL, r.ratio)
             })
             .collect()
     }
@@ -372,7 +372,7 @@ impl Predictor {
             .last()
             .copied()
             .map(reference)
-            .map(|r| RungPerf { speed: r.speed * level, ratio: best.max(1.0) });
+            .map(|r| RungPerf::new(r.speed * level, best.max(1.0)));
         let t = estimate::write_time(strategy, model, perfs, choice, link, slowest);
         (share * t).min(cap)
     }
@@ -390,6 +390,9 @@ impl Predictor {
         let link = link.filter(|l| l.is_finite() && *l > 0.0);
         let threads = self.cfg.threads.max(1);
         let model = self.model(sample.data_len.max(sample.bytes()));
+        // Data of several kinds: the write time is reckoned along where they lie.
+        let layout = Layout::from_map(&sample.map, sample.span, model.bytes, model.block_size);
+        let model = model.with_layout(layout);
         let mut candidates = self.candidates();
 
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
@@ -542,7 +545,7 @@ impl Predictor {
                     .unwrap_or_default();
                 let guesses: Vec<RungPerf> = further
                     .iter()
-                    .map(|&c| RungPerf { speed: reference(c).speed * level, ratio: best })
+                    .map(|&c| RungPerf::new(reference(c).speed * level, best))
                     .collect();
                 if let Some(i) =
                     estimate::extrapolate_start(strategy, &model, &perfs, &guesses, l, keep)
@@ -599,7 +602,7 @@ impl Predictor {
         let block = bs.min(sample.data_len.clamp(1, usize::MAX as u64) as usize) as f64;
         let n = sample.slices.len();
         let Some(first) = sample.setup_slice() else {
-            return Ok((RungPerf { speed: f64::INFINITY, ratio: 1.0 }, 0));
+            return Ok((RungPerf::new(f64::INFINITY, 1.0), 0));
         };
         let mut slices = vec![SliceMeasure::default(); n];
         let mut bytes = 0u64;
@@ -758,8 +761,29 @@ fn warm_secs(slices: &[SliceMeasure], first: usize) -> Option<f64> {
 
 /// A rung's performance from its slices: the write's bytes over the sum of each slice's
 /// stored bytes (seconds) per raw byte times the bytes it stands for (equal weights: all raw
-/// over all stored).
+/// over all stored). A stratified sample's slices are also combined by kind
+/// ([`RungPerf::kinds`]), so that the write time can be reckoned kind by kind.
 fn combine(slices: &[SliceMeasure]) -> RungPerf {
+    let pooled = pool(slices);
+    let mut kinds: Vec<(u8, f64, f64)> = Vec::new();
+    let mut classes: Vec<u8> = slices.iter().filter_map(|s| s.kind).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    if classes.len() > 1 {
+        for class in classes {
+            let of: Vec<SliceMeasure> =
+                slices.iter().filter(|s| s.kind == Some(class)).copied().collect();
+            if of.iter().any(|s| s.raw > 0) {
+                let p = pool(&of);
+                kinds.push((class, p.speed, p.ratio));
+            }
+        }
+    }
+    pooled.with_kinds(&kinds)
+}
+
+/// `combine` without the kinds: one speed and ratio for all of `slices`.
+fn pool(slices: &[SliceMeasure]) -> RungPerf {
     let (mut weight, mut stored, mut secs) = (0.0f64, 0.0f64, 0.0f64);
     for s in slices.iter().filter(|s| s.raw > 0) {
         weight += s.weight;
@@ -767,19 +791,19 @@ fn combine(slices: &[SliceMeasure]) -> RungPerf {
         secs += s.weight * s.secs / s.raw as f64;
     }
     if weight > 0.0 {
-        return RungPerf {
-            speed: if secs > 0.0 { weight / secs } else { f64::INFINITY },
-            ratio: if stored > 0.0 { weight / stored } else { 1.0 },
-        };
+        return RungPerf::new(
+            if secs > 0.0 { weight / secs } else { f64::INFINITY },
+            if stored > 0.0 { weight / stored } else { 1.0 },
+        );
     }
     // No weights: all raw over all stored.
     let raw: u64 = slices.iter().map(|s| s.raw).sum();
     let stored: f64 = slices.iter().map(|s| s.stored).sum();
     let secs: f64 = slices.iter().map(|s| s.secs).sum();
-    RungPerf {
-        speed: if secs > 0.0 { raw as f64 / secs } else { f64::INFINITY },
-        ratio: if stored > 0.0 { raw as f64 / stored } else { 1.0 },
-    }
+    RungPerf::new(
+        if secs > 0.0 { raw as f64 / secs } else { f64::INFINITY },
+        if stored > 0.0 { raw as f64 / stored } else { 1.0 },
+    )
 }
 
 /// Sums over the blocks of one rung's measurement.
@@ -818,10 +842,10 @@ impl Accumulator {
 
     fn perf(&self) -> RungPerf {
         let secs = self.secs();
-        RungPerf {
-            speed: if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
-            ratio: if self.stored > 0.0 { self.raw as f64 / self.stored } else { 1.0 },
-        }
+        RungPerf::new(
+            if secs > 0.0 { self.raw as f64 / secs } else { f64::INFINITY },
+            if self.stored > 0.0 { self.raw as f64 / self.stored } else { 1.0 },
+        )
     }
 }
 

@@ -361,6 +361,14 @@ pub struct Sample {
     /// For a stratified sample, the spread of the probes' entropy within each kind (see
     /// [`SampleConfig::strata`]); None: data of one kind.
     pub spread: Option<f64>,
+    /// For a stratified sample, where the kinds lie: `(offset, class)` of every probe, in
+    /// offset order, over the first `span` bytes of the write (the source sampled); empty
+    /// for data of one kind. The predictor reckons the write time along it
+    /// ([`Layout`](crate::predict::estimate::Layout)).
+    pub map: Vec<(u64, u8)>,
+    /// Bytes of the source the sample was taken from (the probes' and slices' offsets are
+    /// within it): the whole write for a file, the blocks a writer holds for a writer.
+    pub span: u64,
     /// Bytes classified to take the sample (the probes, and windows around the slices of a
     /// stratified sample): the predictor plans their cost against its time budget at
     /// [`LOOK_SPEED`], so that the sample it compresses does not depend on timing.
@@ -384,6 +392,8 @@ impl PartialEq for Sample {
             && self.kinds == other.kinds
             && self.classes == other.classes
             && self.spread == other.spread
+            && self.map == other.map
+            && self.span == other.span
             && self.look_bytes == other.look_bytes
     }
 }
@@ -502,6 +512,8 @@ impl Sample {
             kinds: kinds(&probes),
             classes,
             spread,
+            map: if mixed { probes } else { Vec::new() },
+            span: source_len,
             look_bytes,
             look_seconds: look,
         })
@@ -570,6 +582,8 @@ impl Sample {
             kinds: self.kinds.clone(),
             classes: self.classes.clone(),
             spread: self.spread,
+            map: self.map.clone(),
+            span: self.span,
             look_bytes: self.look_bytes,
             look_seconds: self.look_seconds,
         }
@@ -658,6 +672,8 @@ impl Sample {
                 Vec::new()
             },
             spread: self.spread,
+            map: self.map.clone(),
+            span: self.span,
             look_bytes: self.look_bytes,
             look_seconds: self.look_seconds,
         }
