@@ -365,7 +365,16 @@ struct ProbeState {
     turn: usize,
     /// The block whose result started probe mode.
     entered_at: u64,
+    /// The rung that block was compressed at, if a costlier rung had just compressed the
+    /// same data (see [`SAVER_WINDOW`]): that rung, not the data, failed, and a lane at it
+    /// goes on from the probe's rung when a probe compresses.
+    failed: Option<usize>,
 }
+
+/// Blocks within which a compressible result at a costlier rung makes a block stored raw the
+/// failure of its rung rather than of the data: zstd's negative levels and LZ4 store float
+/// arrays raw where zstd:1 saves 10 %.
+const SAVER_WINDOW: u64 = 16;
 
 /// What a pipeline (or the simulator) needs of a controller: [`Controller`] and
 /// [`ClassedController`](crate::ClassedController) both are one.
@@ -423,6 +432,8 @@ pub struct Controller {
     /// Compression attempts decided and not yet measured.
     outstanding: u64,
     last_attempt: Option<u64>,
+    /// The rung and sequence number of the latest block that compressed.
+    last_saver: Option<(usize, u64)>,
     seq: u64,
     /// The model's clock: compression attempts decided. Blocks sent raw (hints, probe mode,
     /// mixes) do not age what the model knows about the data that compresses.
@@ -592,6 +603,7 @@ impl Controller {
             incompressible_run: 0,
             outstanding: 0,
             last_attempt: None,
+            last_saver: None,
             seq: 0,
             clock: 0,
             stretch: None,
@@ -697,7 +709,8 @@ impl Controller {
             return;
         }
         let interval = self.cfg.probe_interval_min;
-        self.probe = Some(ProbeState { interval, next_due: interval, turn: 0, entered_at: 0 });
+        self.probe =
+            Some(ProbeState { interval, next_due: interval, turn: 0, entered_at: 0, failed: None });
     }
 
     /// The configuration in use (after clamping).
@@ -830,13 +843,28 @@ impl Controller {
         // Results of blocks decided before the one that started probe mode are older data:
         // that they compressed says nothing about the data now.
         let newer = self.probe.as_ref().is_none_or(|p| d.seq > p.entered_at);
+        let at = self.cfg.ladder.position(d.codec);
+        if compressible {
+            if let Some(r) = at {
+                self.last_saver = Some((r, d.seq));
+            }
+        }
         if compressible && newer {
             self.incompressible_run = 0;
-            if self.probe.take().is_some() {
+            if let Some(p) = self.probe.take() {
                 // The data compresses again: the lanes resume where they were, and this sample
-                // replaces what the incompressible stretch taught the model.
+                // replaces what the incompressible stretch taught the model. A lane at a rung
+                // that failed where a costlier one had just saved goes on from the probe's
+                // rung instead, if the probe is the costlier: resumed at its own rung, it
+                // would fail again (data that changed, and came back, resumes as before).
                 reset = true;
                 for lane in &mut self.lanes {
+                    if let (Some(f), Some(r)) = (p.failed, at) {
+                        if lane.rung == f && r > f {
+                            lane.rung = r;
+                            lane.mixing = false;
+                        }
+                    }
                     lane.since = self.seq;
                     lane.fresh = 0;
                     lane.streak = 0;
@@ -852,11 +880,17 @@ impl Controller {
             } else if self.cfg.probe_after > 0 && self.incompressible_run >= self.cfg.probe_after {
                 let interval = self.cfg.probe_interval_min;
                 let last = self.last_attempt.unwrap_or(d.seq);
+                let failed = at.filter(|&r| {
+                    self.last_saver.is_some_and(|(saver, seq)| {
+                        saver > r && d.seq.saturating_sub(seq) <= SAVER_WINDOW
+                    })
+                });
                 self.probe = Some(ProbeState {
                     interval,
                     next_due: last.saturating_add(interval),
                     turn: 0,
                     entered_at: d.seq,
+                    failed,
                 });
             }
         }

@@ -341,7 +341,12 @@
 //! cap is the promise: compressible data after an incompressible stretch is compressed again
 //! within 10 blocks (the probe block itself is compressed), at a cost of one cheap attempt per
 //! 10 blocks. When a probe compresses, the strategies resume the rung they were at, and the
-//! model takes the probe's measurement as the new level.
+//! model takes the probe's measurement as the new level. Except where that rung is what
+//! failed: a block stored raw at a rung cheaper than one that compressed the data within the
+//! last 16 blocks (`SAVER_WINDOW`) marks its rung, and a lane at it goes on from the probe's
+//! rung if that is the costlier. Float arrays are the case: zstd:1 and up save 10 %, LZ4 and
+//! zstd's negative levels nothing, and S1 stepping down from a slow zstd level to a negative
+//! one went into probe mode and back to that rung after every probe that compressed.
 //!
 //! ## Hints
 //!
