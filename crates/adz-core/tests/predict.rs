@@ -335,6 +335,23 @@ fn predicted_ratio_is_close_to_the_real_one() {
     assert!(LINK_GRID.windows(2).all(|w| w[0] < w[1]));
 }
 
+/// Segments of the alternating files: 3 MiB and a bit, so that segments and the sample's
+/// stretches do not line up.
+const SEGMENT: usize = (3 << 20) + 12_345;
+
+/// `n` rounds of a text segment and two of random bytes (text from `seed`, random bytes from
+/// `seed + 1`).
+fn text_then_random(n: usize, seed: u64) -> Vec<u8> {
+    let text = generate(Kind::Text, n * SEGMENT, seed);
+    let random = generate(Kind::Random, 2 * n * SEGMENT, seed + 1);
+    let mut data = Vec::with_capacity(3 * n * SEGMENT);
+    for i in 0..n {
+        data.extend_from_slice(&text[i * SEGMENT..(i + 1) * SEGMENT]);
+        data.extend_from_slice(&random[2 * i * SEGMENT..(2 * i + 2) * SEGMENT]);
+    }
+    data
+}
+
 /// A file whose kinds of data alternate in long segments (text, then two of random bytes,
 /// 3 MiB and a bit each, so that segments and stretches do not line up): three slices at
 /// random places see one or two kinds in the wrong proportion, the probes see both and the
@@ -343,14 +360,7 @@ fn predicted_ratio_is_close_to_the_real_one() {
 /// sampling (no probes) misses by 8-36 %, and by more than 20 % for some seed.
 #[test]
 fn alternating_segments_are_sampled_in_their_shares() {
-    const SEGMENT: usize = (3 << 20) + 12_345;
-    let text = generate(Kind::Text, 16 * SEGMENT, 31);
-    let random = generate(Kind::Random, 32 * SEGMENT, 32);
-    let mut data = Vec::with_capacity(48 * SEGMENT);
-    for i in 0..16 {
-        data.extend_from_slice(&text[i * SEGMENT..(i + 1) * SEGMENT]);
-        data.extend_from_slice(&random[2 * i * SEGMENT..(2 * i + 2) * SEGMENT]);
-    }
+    let data = text_then_random(16, 31);
     let rungs = ["lz4:1", "zstd:1"];
     let mut p = predictor(2, &rungs);
     let real: Vec<f64> =
@@ -391,14 +401,7 @@ fn alternating_segments_are_sampled_in_their_shares() {
 /// averages.
 #[test]
 fn the_write_time_is_reckoned_along_the_kinds() {
-    const SEGMENT: usize = (3 << 20) + 12_345;
-    let text = generate(Kind::Text, 8 * SEGMENT, 41);
-    let random = generate(Kind::Random, 16 * SEGMENT, 42);
-    let mut data = Vec::with_capacity(24 * SEGMENT);
-    for i in 0..8 {
-        data.extend_from_slice(&text[i * SEGMENT..(i + 1) * SEGMENT]);
-        data.extend_from_slice(&random[2 * i * SEGMENT..(2 * i + 2) * SEGMENT]);
-    }
+    let data = text_then_random(8, 41);
     let sample = Sample::from_slice(&data, &SampleConfig::default());
     assert!(!sample.map.is_empty() && sample.span == data.len() as u64);
     let block = 1u64 << 20;
