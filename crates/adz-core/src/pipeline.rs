@@ -310,6 +310,12 @@ struct Shared {
 }
 
 /// Adds `spent` to the CPU time not reported yet.
+/// Buffers in each pool when `WriteOptions::buffers` is 0: 2 x threads + 2 (the thesis'
+/// minimum is 2 x threads). The predictor reckons a write with as many frames in flight.
+pub(crate) fn default_buffers(threads: usize) -> usize {
+    2 * threads + 2
+}
+
 fn add_cpu(cpu_ns: &AtomicU64, spent: Duration) {
     cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
@@ -467,7 +473,8 @@ impl Writer {
         } else {
             opts.threads
         };
-        let buffers = if opts.buffers == 0 { 2 * threads + 2 } else { opts.buffers.max(2) };
+        let buffers =
+            if opts.buffers == 0 { default_buffers(threads) } else { opts.buffers.max(2) };
         let cpus = std::thread::available_parallelism().map_or(threads, |n| n.get());
         let controller = ClassedController::new(
             ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus),

@@ -36,11 +36,8 @@
 //! Compression *pays* when some rung's speedup exceeds 1 (for S1) and the rung saves at least
 //! the keep threshold's 3 % (a block that saves less is stored raw anyway).
 
-use adz_control::Strategy;
-
-/// Entropy classes a rung's performance is kept for: `adz_control::classify`'s 0 (empty)
-/// to 4 (random-looking).
-pub const KINDS: usize = 5;
+use adz_control::sim::Schedule;
+use adz_control::{Strategy, MAX_CLASSES};
 
 /// What one rung achieves on the data, per thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,17 +49,17 @@ pub struct RungPerf {
     /// `(speed, ratio)` on each kind of data (by entropy class), where the sample measured
     /// the kinds apart (a stratified sample); all None for data of one kind. With a
     /// [`Layout`] in the model, the write time is reckoned block by block from these.
-    pub kinds: [Option<(f64, f64)>; KINDS],
+    pub kinds: [Option<(f64, f64)>; MAX_CLASSES],
 }
 
 impl RungPerf {
     /// A rung of one-thread speed `speed` (raw bytes/s) and ratio `ratio` on data of one kind.
     pub fn new(speed: f64, ratio: f64) -> RungPerf {
-        RungPerf { speed, ratio, kinds: [None; KINDS] }
+        RungPerf { speed, ratio, kinds: [None; MAX_CLASSES] }
     }
 
     /// The same rung with its speed and ratio on each kind of data (`(class, speed, ratio)`;
-    /// classes past [`KINDS`] are left out).
+    /// classes past `MAX_CLASSES` are left out).
     pub fn with_kinds(mut self, kinds: &[(u8, f64, f64)]) -> RungPerf {
         for &(class, speed, ratio) in kinds {
             if let Some(k) = self.kinds.get_mut(class as usize) {
@@ -161,9 +158,6 @@ pub struct WriteModel {
     /// Seconds per raw byte of the pipeline's slowest one-thread stage, `c1`: a limit on its
     /// speed whatever the cores.
     pub serial_cost: f64,
-    /// Blocks that can be in flight between the workers and the link: the pipeline's frame
-    /// buffers (0: its default, 2 x threads + 2).
-    pub buffers: usize,
     /// The kinds of data along the write, where they differ: the write time with a rung
     /// measured kind by kind ([`RungPerf::kinds`]) is then reckoned step by step
     /// ([`WriteModel::time_by_kind`]).
@@ -181,7 +175,6 @@ impl WriteModel {
             cpus: 0,
             path_cost: 0.0,
             serial_cost: 0.0,
-            buffers: 0,
             layout: None,
         }
     }
@@ -244,8 +237,8 @@ impl WriteModel {
     /// its kind's speed and ratio (`p.kinds`, or `p`'s own for a kind not measured): the
     /// feeder hands out the steps in order (`c1` seconds per byte), the earliest free of the
     /// N workers compresses each, taking `max(b / s, N b (1/s + c) / C)` (N workers at once
-    /// share the C cores with the path), but only once a frame buffer is free (at most
-    /// [`WriteModel::buffers`] steps between the workers and the link), and the link sends
+    /// share the C cores with the path), but only once a frame buffer is free (the pipeline's
+    /// `2 N + 2`), and the link sends
     /// the frames in order, `b / (f L)` each. For data of one kind this is the formula of
     /// [`WriteModel::time_compressed`]; for sections of different kinds, each section's
     /// slower stage sets its pace, and the buffers carry only a few blocks across.
@@ -256,31 +249,19 @@ impl WriteModel {
         if layout.steps.is_empty() || self.bytes == 0 {
             return 0.0;
         }
+        // The pipeline's frame buffers, in steps (a step may be several blocks).
         let block = self.block_size.clamp(1, self.bytes) as f64;
-        let buffers = if self.buffers == 0 { 2 * n + 2 } else { self.buffers };
-        let depth = ((buffers as f64 * block / step).round() as usize).max(1);
-        let mut workers = std::collections::BinaryHeap::new();
-        for _ in 0..n {
-            workers.push(std::cmp::Reverse(Time(0.0)));
-        }
-        let mut sent: Vec<f64> = Vec::with_capacity(count);
-        let (mut ready, mut last) = (0.0f64, 0.0f64);
+        let depth = (crate::pipeline::default_buffers(n) as f64 * block / step).round() as usize;
+        let mut schedule = Schedule::new(n, depth);
         for i in 0..count {
             let (s, f) = p.on(layout.steps[i * layout.steps.len() / count]);
             let s = if s > 0.0 { s } else { f64::INFINITY };
-            ready += step * c1;
-            let std::cmp::Reverse(Time(free)) = workers.pop().expect("n >= 1 workers");
-            let mut start = ready.max(free);
-            if i >= depth {
-                start = start.max(sent[i - depth]);
-            }
+            // The feeder hands the steps out in order, c1 seconds per byte.
+            schedule.start((i + 1) as f64 * step * c1);
             let work = (step / s).max(n as f64 * step * (1.0 / s + c) / cpus);
-            let done = start + work;
-            workers.push(std::cmp::Reverse(Time(done)));
-            last = done.max(last) + step / (f.max(1.0) * link);
-            sent.push(last);
+            schedule.finish(work, step / (f.max(1.0) * link));
         }
-        last
+        schedule.end()
     }
 
     /// `time_raw / time_compressed`: above 1, compressing with `p` makes the write faster.
@@ -291,24 +272,6 @@ impl WriteModel {
         } else {
             1.0
         }
-    }
-}
-
-/// Seconds, ordered by `total_cmp`, for the workers' heap.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Time(f64);
-
-impl Eq for Time {}
-
-impl PartialOrd for Time {
-    fn partial_cmp(&self, other: &Time) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Time {
-    fn cmp(&self, other: &Time) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
     }
 }
 
@@ -722,8 +685,9 @@ mod tests {
             RungPerf::new(1.0 / (0.5 / slow.1 + 0.5 / fast.1), 1.0 / (0.5 / slow.2 + 0.5 / fast.2));
         let p = pooled.with_kinds(&[slow, fast]);
         let half = m.bytes as f64 / 2.0;
-        let each = half / (2.0 * slow.1) + half / link; // compression-bound + link-bound
-                                                        // Sections of 100 blocks: the buffers (6 blocks) carry little across.
+        // Compression-bound, then link-bound.
+        let each = half / (2.0 * slow.1) + half / link;
+        // Sections of 100 blocks: the buffers (6 blocks) carry little across.
         let long =
             Layout { steps: (0..1000).map(|i| if i / 100 % 2 == 0 { 2 } else { 4 }).collect() };
         let t = m.clone().with_layout(Some(long)).time_compressed(p, link);
