@@ -85,9 +85,22 @@ impl Input {
     }
 }
 
+/// Standard output for data: its file descriptor duplicated into a `File` behind a
+/// `BufWriter`. `io::stdout()` is line-buffered and searches every write for a newline
+/// (`memrchr` was 1.6 % of the CPU profile of a raw 512 MiB `adz compress ... -`), and cuts
+/// binary data at its newlines into more writes; writes of a block or more go straight to
+/// the descriptor here.
+pub fn data_stdout() -> Result<io::BufWriter<File>> {
+    use std::os::fd::AsFd;
+    let out = io::stdout();
+    out.lock().flush().context("flushing stdout")?;
+    let fd = out.as_fd().try_clone_to_owned().context("duplicating stdout")?;
+    Ok(io::BufWriter::with_capacity(OUT_BUF, File::from(fd)))
+}
+
 /// An output being written: standard output, or an upload that becomes visible on commit.
 pub enum Output {
-    Stdout(io::StdoutLock<'static>),
+    Stdout(io::BufWriter<File>),
     File { upload: Option<Box<dyn Upload>>, path: PathBuf, buf: Vec<u8> },
 }
 
@@ -98,7 +111,7 @@ impl Output {
     /// `force`.
     pub fn create(arg: &str, force: bool) -> Result<Output> {
         if arg == "-" {
-            return Ok(Output::Stdout(io::stdout().lock()));
+            return Ok(Output::Stdout(data_stdout()?));
         }
         let (upload, path) = file_upload(arg, force, None)?;
         Ok(Output::File { upload: Some(upload), path, buf: Vec::with_capacity(OUT_BUF) })
@@ -175,23 +188,22 @@ impl Drop for Output {
 /// adz reader rejects as incomplete).
 #[derive(Debug)]
 pub struct StdoutUpload {
-    out: io::Stdout,
+    out: io::BufWriter<File>,
     written: u64,
 }
 
 impl StdoutUpload {
     pub fn new() -> Result<StdoutUpload> {
-        let out = io::stdout();
-        if out.is_terminal() {
+        if io::stdout().is_terminal() {
             bail!("refusing to write compressed data to a terminal; give an output file or redirect stdout");
         }
-        Ok(StdoutUpload { out, written: 0 })
+        Ok(StdoutUpload { out: data_stdout()?, written: 0 })
     }
 }
 
 impl Upload for StdoutUpload {
     fn append(&mut self, data: &[u8]) -> adz_store::Result<()> {
-        self.out.lock().write_all(data).map_err(|source| adz_store::Error::Io {
+        self.out.write_all(data).map_err(|source| adz_store::Error::Io {
             op: "write",
             name: "<stdout>".to_owned(),
             source,
@@ -204,8 +216,8 @@ impl Upload for StdoutUpload {
         self.written
     }
 
-    fn commit(self: Box<Self>) -> adz_store::Result<u64> {
-        self.out.lock().flush().map_err(|source| adz_store::Error::Io {
+    fn commit(mut self: Box<Self>) -> adz_store::Result<u64> {
+        self.out.flush().map_err(|source| adz_store::Error::Io {
             op: "flush",
             name: "<stdout>".to_owned(),
             source,

@@ -267,7 +267,7 @@ pub fn decompress_to(
 
 pub fn cat(a: CatArgs) -> Result<ExitCode> {
     let input = Input::open(&a.file)?;
-    let mut out = io::stdout().lock();
+    let mut out = crate::io::data_stdout()?;
     let opts =
         ReaderOptions { threads: a.read.threads, cache_bytes: a.cache, ..Default::default() };
     let reader = match (&input, input.path()) {

@@ -62,6 +62,38 @@ impl FrameEncoder {
         keep_ratio: f64,
         out: &mut Vec<u8>,
     ) -> Result<(FrameHeader, bool)> {
+        let start = out.len();
+        let r = self.encode_at(raw, raw_offset, codec, filters, keep_ratio, out, start);
+        match r {
+            Ok((header, payload_is_raw, end)) => {
+                out.truncate(end);
+                Ok((header, payload_is_raw))
+            }
+            Err(e) => {
+                out.truncate(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// As [`encode_split`](Self::encode_split), but the frame is written over `out` from
+    /// `start` and `out` is not shortened: the frame is `out[start..end]` (`end` is the third
+    /// value), and what follows it is left over from earlier frames. A caller that keeps a
+    /// frame buffer at the longest length it has had saves zeroing it for every block:
+    /// sizing a buffer to the codec's bound was a memset of a block or more per frame, 29 %
+    /// of the CPU profile of a 512 MiB lz4:1 write of sparse data and 8.5 % of zstd:1 on
+    /// doubles.
+    #[allow(clippy::too_many_arguments)] // encode_split's arguments and where to write
+    pub fn encode_at(
+        &mut self,
+        raw: &[u8],
+        raw_offset: u64,
+        codec: CodecSpec,
+        filters: Filters,
+        keep_ratio: f64,
+        out: &mut Vec<u8>,
+        start: usize,
+    ) -> Result<(FrameHeader, bool, usize)> {
         let raw_len = u32::try_from(raw.len())
             .ok()
             .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
@@ -72,8 +104,13 @@ impl FrameEncoder {
                 ))
             })?;
         let checksum = xxh3(raw);
-        let start = out.len();
-        out.resize(start + FRAME_HEADER_LEN, 0);
+        // Grow `out` only where it is short: what it holds past `start` is overwritten.
+        let reserve = |out: &mut Vec<u8>, n: usize| {
+            if out.len() < n {
+                out.resize(n, 0);
+            }
+        };
+        reserve(out, start + FRAME_HEADER_LEN);
 
         let src: &[u8] = if filters.is_empty() {
             raw
@@ -88,30 +125,33 @@ impl FrameEncoder {
             if filters.is_empty() {
                 None
             } else {
-                out.extend_from_slice(src);
+                let at = start + FRAME_HEADER_LEN;
+                reserve(out, at + src.len());
+                out[at..at + src.len()].copy_from_slice(src);
                 Some(raw.len())
             }
         } else {
             let limit = ((raw.len() as f64) * keep_ratio.clamp(0.0, 1.0)) as usize;
             let bound = max_compressed_len(codec.id(), src.len());
-            out.resize(start + FRAME_HEADER_LEN + bound, 0);
+            reserve(out, start + FRAME_HEADER_LEN + bound);
             let n = self
                 .ctx
-                .compress_into(codec, src, &mut out[start + FRAME_HEADER_LEN..])
+                .compress_into(
+                    codec,
+                    src,
+                    &mut out[start + FRAME_HEADER_LEN..start + FRAME_HEADER_LEN + bound],
+                )
                 .map_err(|source| Error::Codec { frame: 0, offset: 0, source })?;
             (n < raw.len() && n <= limit && n > 0).then_some(n)
         };
 
-        let (stored_len, payload_checksum) = match kept {
+        let (stored_len, payload_checksum, end) = match kept {
             Some(n) => {
-                out.truncate(start + FRAME_HEADER_LEN + n);
-                (n as u32, xxh3(&out[start + FRAME_HEADER_LEN..]))
+                let end = start + FRAME_HEADER_LEN + n;
+                (n as u32, xxh3(&out[start + FRAME_HEADER_LEN..end]), end)
             }
-            None => {
-                out.truncate(start + FRAME_HEADER_LEN);
-                // A stored-raw payload is the raw data: its checksum is already known.
-                (raw_len, checksum)
-            }
+            // A stored-raw payload is the raw data: its checksum is already known.
+            None => (raw_len, checksum, start + FRAME_HEADER_LEN),
         };
         let stored_raw = kept.is_none();
         let header = FrameHeader::new(
@@ -125,7 +165,7 @@ impl FrameEncoder {
             payload_checksum,
         );
         out[start..start + FRAME_HEADER_LEN].copy_from_slice(&header.encode());
-        Ok((header, stored_raw))
+        Ok((header, stored_raw, end))
     }
 }
 
@@ -234,6 +274,37 @@ mod tests {
         assert!(h.stored_raw(), "pseudo-random bytes should not shrink with lz4");
         let h = round_trip(b"x", "zstd:3", Filters::NONE);
         assert!(h.stored_raw());
+    }
+
+    #[test]
+    fn a_frame_written_over_a_longer_buffer_is_the_appended_frame() {
+        // encode_at leaves what follows the frame from earlier frames: the frame itself must
+        // be exactly what encode appends to an empty buffer, for every kind of payload.
+        let text = b"the quick brown fox jumps over the lazy dog. ".repeat(2000);
+        let noise = adz_datagen::generate(adz_datagen::Kind::Random, 60_000, 1);
+        let shuffle = Filters::new(&[FilterSpec::shuffle(4).unwrap()]).unwrap();
+        let cases: [(&[u8], &str, Filters); 5] = [
+            (&noise, "zstd:3", Filters::NONE), // stored raw, longest
+            (&text, "lz4:1", Filters::NONE),   // compressed, short
+            (&noise, "none", shuffle),         // filtered bytes kept
+            (&text, "zstd:1", shuffle),        // filtered and compressed
+            (b"x", "zstd:3", Filters::NONE),   // raw, one byte
+        ];
+        let mut enc = FrameEncoder::new();
+        let mut reused = vec![0xAA; 200_000];
+        for (raw, codec, filters) in cases {
+            let codec: CodecSpec = codec.parse().unwrap();
+            let mut fresh = Vec::new();
+            let (h, split) =
+                FrameEncoder::new().encode_split(raw, 7, codec, filters, 0.97, &mut fresh).unwrap();
+            let before = reused.len();
+            let (h2, split2, end) =
+                enc.encode_at(raw, 7, codec, filters, 0.97, &mut reused, 5).unwrap();
+            assert_eq!((h2, split2), (h, split), "{codec}");
+            assert_eq!(&reused[5..end], &fresh[..], "{codec}");
+            assert_eq!(reused.len(), before, "{codec}: a long enough buffer is not resized");
+            assert_eq!(reused[..5], [0xAA; 5], "{codec}: bytes before start are left alone");
+        }
     }
 
     #[test]

@@ -690,12 +690,11 @@ impl Predictor {
         if self.out.len() < need {
             self.out.resize(need, 0);
         }
-        self.out.clear();
         let cpu0 = cpu_time::ThreadTime::now();
         let wall0 = Instant::now();
-        let (header, _) = self
+        let (header, ..) = self
             .encoder
-            .encode_split(block, 0, spec, self.cfg.filters, self.cfg.keep_threshold, &mut self.out)
+            .encode_at(block, 0, spec, self.cfg.filters, self.cfg.keep_threshold, &mut self.out, 0)
             .map_err(|e| match e {
                 Error::Codec { source, .. } => Error::Predict(source),
                 e => e,
