@@ -302,6 +302,17 @@ fn print_text(
     )?;
     let link = p.link.map_or_else(|| "unknown".to_owned(), mbs);
     writeln!(out, "write:      strategy {}, {} threads, link {link}", p.strategy, p.threads)?;
+    writeln!(
+        out,
+        "pipeline:   {:.3} ns per byte in one-thread stages, {:.3} ns of CPU per byte ({})",
+        p.serial_cost * 1e9,
+        p.path_cost * 1e9,
+        if p.path_measured {
+            "measured: moving and checksumming the sample"
+        } else {
+            "the defaults: too little sample to time"
+        }
+    )?;
     if let Some(t) = p.time_raw {
         writeln!(out, "raw:        {t:.3} s through the link")?;
     }

@@ -4,7 +4,8 @@
 use adz_core::control::Strategy;
 use adz_core::format::CodecSpec;
 use adz_core::predict::{
-    Compressibility, Layout, PredictConfig, Predictor, Sample, SampleConfig, LINK_GRID,
+    Compressibility, Feed, Layout, PredictConfig, Predictor, Sample, SampleConfig, FEED_MIN_BYTES,
+    LINK_GRID, PATH_COST, SERIAL_COST,
 };
 use adz_datagen::{generate, Kind};
 
@@ -709,4 +710,60 @@ fn each_rung_is_set_up_on_the_longest_slice_before_it_is_timed() {
     assert!(!classed.setup_alone());
     let (_, bytes) = p.measure(&classed, spec("lz4:1")).unwrap();
     assert_eq!(bytes, classed.bytes());
+}
+
+#[test]
+fn taking_a_sample_times_moving_its_bytes() {
+    let data = generate(Kind::Text, 8 << 20, 3);
+    let cfg = SampleConfig::default();
+    let blocks: Vec<&[u8]> = data.chunks(1 << 20).collect();
+    let from_file = Sample::from_reader(std::io::Cursor::new(&data), data.len() as u64, &cfg);
+    for (how, s) in [
+        ("a file", from_file.unwrap()),
+        ("held blocks", Sample::from_parts(&blocks, data.len() as u64, &cfg)),
+    ] {
+        // The regions read around the slices: at least the slices, all of them timed.
+        assert!(s.feed.bytes >= s.bytes() && s.feed.bytes >= FEED_MIN_BYTES, "{how}: {s:?}");
+        assert!(s.feed.seconds > 0.0 && s.feed.hash_seconds > 0.0, "{how}: {:?}", s.feed);
+        assert!(s.feed.seconds_per_byte().is_some() && s.feed.hash_per_byte().is_some());
+    }
+    // Too few bytes timed to stand for the machine: no measure.
+    let few = Feed { bytes: FEED_MIN_BYTES - 1, seconds: 1e-5, hash_seconds: 1e-6 };
+    assert_eq!((few.seconds_per_byte(), few.hash_per_byte()), (None, None));
+}
+
+#[test]
+fn the_pipeline_costs_are_the_ones_measured_on_the_sample() {
+    let data = generate(Kind::Text, 16 << 20, 4);
+    let mut sample = Sample::from_slice(&data, &SampleConfig::default());
+    // A machine that moves a byte in 4 ns and checksums it in 1 ns: far slower than the
+    // constants, so that at 6000 MB/s every write is bound by the one-thread stages.
+    sample.feed = Feed {
+        bytes: 1 << 20,
+        seconds: 4e-9 * (1 << 20) as f64,
+        hash_seconds: 1e-9 * (1 << 20) as f64,
+    };
+    let d = sample.data_len as f64;
+    let mut p = predictor(2, &["lz4:1", "zstd:1"]);
+    let measured = p.predict(&sample, Strategy::Throughput, Some(6000e6)).unwrap();
+    assert!(measured.path_measured);
+    assert!((measured.serial_cost - 4e-9).abs() < 1e-12, "{measured:?}");
+    assert!((measured.path_cost - 5e-9).abs() < 1e-12, "{measured:?}");
+    // Raw: the feeder's 4 ns a byte, not the link's 0.17.
+    let raw = measured.time_raw.unwrap();
+    assert!(raw >= 4e-9 * d && raw < 1.1 * 4e-9 * d, "{raw} for {d} bytes");
+    for r in &measured.rungs {
+        assert!(r.time.unwrap() >= 4e-9 * d, "{r:?}");
+    }
+    // Told not to measure, or given too little to time: the constants.
+    let mut cfg = p.config().clone();
+    cfg.measure_path = false;
+    let fixed = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(6000e6)).unwrap();
+    sample.feed = Feed::default();
+    let untimed = p.predict(&sample, Strategy::Throughput, Some(6000e6)).unwrap();
+    for q in [&fixed, &untimed] {
+        assert!(!q.path_measured);
+        assert_eq!((q.path_cost, q.serial_cost), (PATH_COST, SERIAL_COST));
+        assert!(q.time_raw.unwrap() < raw / 4.0, "{:?} against {raw}", q.time_raw);
+    }
 }

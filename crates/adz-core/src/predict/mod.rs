@@ -41,8 +41,8 @@ use serde::{Serialize, Serializer};
 pub use self::estimate::{Layout, RungPerf, WriteModel, LINK_GRID};
 pub use self::heuristic::{classify_sample, Compressibility, Heuristic};
 pub use self::sample::{
-    PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, LOOK_SPEED, PLACE_WINDOW, PROBE_FIRST,
-    PROBE_LEN, PROBE_SPACING,
+    Feed, PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, FEED_MIN_BYTES, LOOK_SPEED,
+    PLACE_WINDOW, PROBE_FIRST, PROBE_LEN, PROBE_SPACING,
 };
 use crate::{Error, FrameEncoder, Result};
 
@@ -130,6 +130,12 @@ pub struct PredictConfig {
     /// Seconds per raw byte of the pipeline's slowest one-thread stage ([`WriteModel`]'s
     /// serial cost). Default [`SERIAL_COST`].
     pub serial_cost: f64,
+    /// Take the two costs above from the sample instead, where it timed enough bytes
+    /// ([`Sample::feed`]): the serial cost is the time to move a byte into the pipeline's
+    /// buffers, the path cost that plus a worker's checksum of it. Default true: the
+    /// constants are one machine's, and a VM of the same kind ran these stages twice as
+    /// slowly.
+    pub measure_path: bool,
     /// A compressed block is kept only if `stored <= raw x keep_threshold`. Default 0.97.
     pub keep_threshold: f64,
     /// S1's margin: rungs within it of the fastest count as equally fast. Default 0.05.
@@ -155,6 +161,7 @@ impl Default for PredictConfig {
             cpus: 0,
             path_cost: PATH_COST,
             serial_cost: SERIAL_COST,
+            measure_path: true,
             keep_threshold: 0.97,
             margin: 0.05,
             filters: Filters::NONE,
@@ -250,6 +257,14 @@ pub struct Prediction {
     pub extrapolated: Option<RungEstimate>,
     /// With the link unknown: the start's worst relative regret over [`LINK_GRID`].
     pub regret: Option<f64>,
+    /// The pipeline's CPU seconds per raw byte besides compressing that the write time was
+    /// reckoned with ([`PredictConfig::path_cost`], or measured on the sample).
+    pub path_cost: f64,
+    /// Seconds per raw byte of its one-thread stages ([`PredictConfig::serial_cost`], or
+    /// measured on the sample).
+    pub serial_cost: f64,
+    /// Whether those two were measured on the sample ([`Sample::feed`]).
+    pub path_measured: bool,
 }
 
 impl Prediction {
@@ -326,6 +341,16 @@ impl Predictor {
         )
     }
 
+    /// The path and serial costs for a write of `sample` (see
+    /// [`PredictConfig::measure_path`]), and whether they were measured.
+    pub fn path_costs(&self, sample: &Sample) -> (f64, f64, bool) {
+        let feed = sample.feed;
+        match (self.cfg.measure_path, feed.seconds_per_byte(), feed.hash_per_byte()) {
+            (true, Some(move_byte), Some(hash)) => (move_byte + hash, move_byte, true),
+            _ => (self.cfg.path_cost, self.cfg.serial_cost, false),
+        }
+    }
+
     /// The candidate rungs, fastest first by the reference table, without raw.
     fn candidates(&self) -> Vec<CodecSpec> {
         let mut candidates = self.cfg.rungs.clone();
@@ -389,7 +414,12 @@ impl Predictor {
         let t0 = Instant::now();
         let link = link.filter(|l| l.is_finite() && *l > 0.0);
         let threads = self.cfg.threads.max(1);
-        let model = self.model(sample.data_len.max(sample.bytes()));
+        let (path_cost, serial_cost, path_measured) = self.path_costs(sample);
+        let model = self.model(sample.data_len.max(sample.bytes())).on_cores(
+            self.cfg.cpus,
+            path_cost,
+            serial_cost,
+        );
         // Data of several kinds: the write time is reckoned along where they lie.
         let layout = Layout::from_map(&sample.map, sample.span, model.bytes, model.block_size);
         let model = model.with_layout(layout);
@@ -576,6 +606,9 @@ impl Predictor {
             extrapolated,
             rungs,
             regret,
+            path_cost,
+            serial_cost,
+            path_measured,
         })
     }
 
