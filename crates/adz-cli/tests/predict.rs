@@ -43,6 +43,10 @@ fn text_compresses_on_a_slow_link_and_random_does_not() {
     assert!(p["rungs"].as_array().unwrap().len() >= 3);
     assert!(p["rungs"][0]["ratio"].as_f64().unwrap() > 1.5);
     assert!(p["sampled_bytes"].as_f64().unwrap() <= 0.02 * (8 << 20) as f64 + 16384.0);
+    // The pipeline's costs were timed on this machine while the file's sample was read.
+    assert_eq!(p["path_measured"], true, "{v}");
+    let (c, c1) = (p["path_cost"].as_f64().unwrap(), p["serial_cost"].as_f64().unwrap());
+    assert!(c1 > 0.0 && c > c1, "{v}");
 
     let v = json(&run(&["predict", &random, "--link", "25MB/s", "--json"]));
     let p = &v["prediction"];

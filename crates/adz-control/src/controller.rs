@@ -376,6 +376,30 @@ struct ProbeState {
 /// arrays raw where zstd:1 saves 10 %.
 const SAVER_WINDOW: u64 = 16;
 
+/// What a futile probe may cost beyond the raw block it stands in for, as a share of the
+/// link's time. A probe is futile when it compresses, the lanes resume, and within
+/// [`SAVER_WINDOW`] blocks the data is back in probe mode: the strategy has no use for the
+/// rung that compressed (S1 at a link faster than that rung, on data that its cheaper rungs
+/// store raw). Such a rung's probes are then put off until the blocks sent raw in between
+/// carry `1 / PROBE_COST_SHARE` times what it cost. A probe holds the in-order link up for
+/// as long as it takes: at 1200 MB/s a zstd:1 probe of float data (10 ms) stands for 11
+/// blocks' link time, and the loop (zstd:1 probe, resume, a fast rung stored raw, probe
+/// mode) every 8 blocks made a 256 MiB write of a solver's matrix 0.68x raw. Probes that fail
+/// keep their pace of 4-10 blocks: they are how data that compresses again is noticed
+/// (climate fields at 1200 MB/s wrote 5 % slower when failed probes were put off as well).
+const PROBE_COST_SHARE: f64 = 0.05;
+
+/// The most blocks a probe is put off by its cost.
+const PROBE_PACE_MAX: u64 = 4096;
+
+/// The fewest blocks before a probe at `codec`, from what its last probe cost (`costs`).
+fn probe_pace(costs: &[(CodecSpec, f64)], codec: CodecSpec) -> u64 {
+    costs
+        .iter()
+        .find(|(c, _)| *c == codec)
+        .map_or(0, |&(_, extra)| ((extra / PROBE_COST_SHARE).ceil() as u64).min(PROBE_PACE_MAX))
+}
+
 /// What a pipeline (or the simulator) needs of a controller: [`Controller`] and
 /// [`ClassedController`](crate::ClassedController) both are one.
 pub trait Control {
@@ -434,6 +458,12 @@ pub struct Controller {
     last_attempt: Option<u64>,
     /// The rung and sequence number of the latest block that compressed.
     last_saver: Option<(usize, u64)>,
+    /// Per probe rung, what its last futile probe cost beyond a raw block's link time, in
+    /// link times of a block (see [`PROBE_COST_SHARE`]).
+    probe_costs: Vec<(CodecSpec, f64)>,
+    /// The last probe that compressed and ended probe mode: its block, rung and cost (as
+    /// in `probe_costs`; None with the link unknown).
+    probe_exit: Option<(u64, CodecSpec, Option<f64>)>,
     seq: u64,
     /// The model's clock: compression attempts decided. Blocks sent raw (hints, probe mode,
     /// mixes) do not age what the model knows about the data that compresses.
@@ -604,6 +634,8 @@ impl Controller {
             outstanding: 0,
             last_attempt: None,
             last_saver: None,
+            probe_costs: Vec::new(),
+            probe_exit: None,
             seq: 0,
             clock: 0,
             stretch: None,
@@ -756,7 +788,8 @@ impl Controller {
                 let codec = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
                 p.turn += 1;
                 // Until this probe's result is in, no other probe (outstanding > 0).
-                p.next_due = seq + p.interval;
+                let next = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
+                p.next_due = seq + p.interval.max(probe_pace(&self.probe_costs, next));
                 self.attempt(seq);
                 return Decision { codec, filters, reason: Reason::Probe, seq };
             }
@@ -819,6 +852,12 @@ impl Controller {
         if let Some(s) = speed {
             self.note_work(m.raw_len as f64 / s, m.cpu.as_secs_f64());
         }
+        // A probe's cost beyond the raw block it stands in for, in the link's time for that
+        // block: kept if the probe ends probe mode, in case that turns out futile.
+        let probe_cost = (d.reason == Reason::Probe && m.raw_len > 0)
+            .then(|| self.link().filter(|l| *l > 0.0))
+            .flatten()
+            .map(|link| (wall * link / m.raw_len as f64 - 1.0).max(0.0));
         if m.raw_len == 0 {
             return;
         }
@@ -852,6 +891,7 @@ impl Controller {
         if compressible && newer {
             self.incompressible_run = 0;
             if let Some(p) = self.probe.take() {
+                self.probe_exit = Some((d.seq, d.codec, probe_cost));
                 // The data compresses again: the lanes resume where they were, and this sample
                 // replaces what the incompressible stretch taught the model. A lane at a rung
                 // that failed where a costlier one had just saved goes on from the probe's
@@ -875,7 +915,9 @@ impl Controller {
             if let Some(p) = &mut self.probe {
                 if d.reason == Reason::Probe {
                     p.interval = (p.interval * 2).min(self.cfg.probe_interval_max);
-                    p.next_due = d.seq.saturating_add(p.interval);
+                    let next = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len().max(1)];
+                    let pace = probe_pace(&self.probe_costs, next);
+                    p.next_due = d.seq.saturating_add(p.interval.max(pace));
                 }
             } else if self.cfg.probe_after > 0 && self.incompressible_run >= self.cfg.probe_after {
                 let interval = self.cfg.probe_interval_min;
@@ -885,9 +927,23 @@ impl Controller {
                         saver > r && d.seq.saturating_sub(seq) <= SAVER_WINDOW
                     })
                 });
+                // Back within a few blocks of a probe that ended probe mode: that probe was
+                // futile, and its rung's probes are paced by what it cost. Back after longer:
+                // the data compressed for a while, and no probe was futile.
+                match self.probe_exit.take() {
+                    Some((at, codec, cost)) if d.seq.saturating_sub(at) <= SAVER_WINDOW => {
+                        self.probe_costs.retain(|(c, _)| *c != codec);
+                        if let Some(cost) = cost {
+                            self.probe_costs.push((codec, cost));
+                        }
+                    }
+                    _ => self.probe_costs.clear(),
+                }
+                let pace =
+                    self.cfg.probe_rungs.first().map_or(0, |&c| probe_pace(&self.probe_costs, c));
                 self.probe = Some(ProbeState {
                     interval,
-                    next_due: last.saturating_add(interval),
+                    next_due: last.saturating_add(interval.max(pace)),
                     turn: 0,
                     entered_at: d.seq,
                     failed,

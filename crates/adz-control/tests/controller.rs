@@ -2207,3 +2207,41 @@ fn a_fast_rung_that_stores_raw_does_not_make_float_data_incompressible() {
     eprintln!("{}", names(&rep, 0, 150));
     assert!(saved >= 90, "{saved} of 120 blocks compressed: {}", names(&rep, 30, 150));
 }
+
+/// Float data through a link faster than any rung that saves: raw is the fastest write. A
+/// zstd:1 probe compresses, the lanes resume, S1 finds zstd:1 too slow and takes a fast rung,
+/// which stores raw, and probe mode starts again: every 8 blocks a 10 ms zstd:1 probe held the
+/// in-order link up for 11 blocks' link time at 1200 MB/s (a 256 MiB write of the solver's
+/// matrix at 0.68x raw). Such futile probes are paced to about 5 % of the link's time. At
+/// 117 MB/s, where a probe hides behind the link, they keep their pace of 4-10 blocks.
+#[test]
+fn futile_probes_are_paced_by_what_they_cost_against_the_link() {
+    let threads = 2;
+    let data = per_rung("matrix", |codec, level, _, _| match (codec, level) {
+        ("zstd", 1) => (100e6, 1.12),
+        ("zstd", p) if p >= 2 => (40e6, 1.12),
+        _ => (1500e6, 1.003),
+    });
+    let run = |link: f64, n: u64| {
+        let mut cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads);
+        cfg.start = Some(spec("lz4:1"));
+        let mut ctl = Controller::new(cfg);
+        SimConfig::new(threads, link).run(&mut ctl, &[Segment::new(n, data.clone())])
+    };
+    let zstd1 = |rep: &SimReport, from: usize| {
+        rep.blocks[from..].iter().filter(|b| b.decision.codec == spec("zstd:1")).count()
+    };
+    let fast = run(1200e6, 400);
+    let raw_time = 400.0 * (1 << 20) as f64 / 1200e6;
+    let tried = zstd1(&fast, 40);
+    assert!(tried <= 4, "{tried} zstd:1 probes in 360 blocks: {}", names(&fast, 40, 400));
+    assert!(fast.time() <= 1.05 * raw_time, "{} s against raw's {raw_time} s", fast.time());
+    // Where a probe costs no more than the block it stands in for, probing keeps its pace.
+    let slow = run(GBE, 200);
+    let tried = zstd1(&slow, 40);
+    assert!(
+        tried >= 6,
+        "{tried} zstd:1 probes in 160 blocks at 117 MB/s: {}",
+        names(&slow, 40, 200)
+    );
+}
