@@ -405,7 +405,7 @@
 //! | `rung_memory` | 4096 attempts | easier or harder data moves every rung through the level; only a change of *shape* needs forgetting, and forgetting sooner makes the controller retry a rung it measured too slow every few dozen blocks (in the simulator with 256: 8 too-slow blocks in every 64) |
 //! | `keep_threshold` | 0.97 | see above |
 //! | `probe_after` | 1 | leaving probe mode is cheap (next compressible result), entering late costs a full attempt per block |
-//! | `probe_interval_min` / `_max` | 4 / 10 blocks | about the measurement lag at first; the cap bounds the blocks missed after an incompressible stretch |
+//! | `probe_interval_min` / `_max` | 4 / 10 blocks | about the measurement lag at first; the cap bounds the blocks missed after an incompressible stretch; a rung whose probe was futile (compressed, and probe mode was back within 16 blocks) waits longer, until the raw blocks in between carry 20x its cost beyond a raw block's link time (`PROBE_COST_SHARE` 0.05) |
 //! | `probe_rungs` | lz4:1, zstd:1 | the cheap tests ZFS uses |
 //! | `link_memory_bytes` | 32 MiB | a fraction of a second at 1GbE, a few ms at 10GbE: follows a changing link, averages a jittery one |
 //! | `start` | zstd:1 (auto link) / aimed (fixed link) | see above |
