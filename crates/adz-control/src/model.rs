@@ -63,6 +63,19 @@ fn correction(res: &[Residual], i: usize, now: u64, halflife: f64) -> f64 {
     // Index 0 is raw and never has a correction.
     let below = (1..i).rev().find(|&j| res[j].seen);
     let above = (i + 1..res.len()).find(|&j| res[j].seen);
+    blend(res, i, below, above, now, halflife)
+}
+
+/// Rung `i`'s own correction, fading with age into the value interpolated between its
+/// nearest measured rungs `below` and `above`.
+fn blend(
+    res: &[Residual],
+    i: usize,
+    below: Option<usize>,
+    above: Option<usize>,
+    now: u64,
+    halflife: f64,
+) -> f64 {
     let neighbours = match (below, above) {
         (Some(a), Some(b)) => {
             let t = (i - a) as f64 / (b - a) as f64;
@@ -185,17 +198,7 @@ fn corrections(res: &[Residual], now: u64, halflife: f64) -> Vec<f64> {
     let mut out = vec![0.0; n];
     let mut next: Option<usize> = None;
     for i in (1..n).rev() {
-        let neighbours = match (below[i], next) {
-            (Some(a), Some(b)) => {
-                let t = (i - a) as f64 / (b - a) as f64;
-                res[a].val * (1.0 - t) + res[b].val * t
-            }
-            (Some(a), None) => res[a].val,
-            (None, Some(b)) => res[b].val,
-            (None, None) => 0.0,
-        };
-        let w = res[i].weight(now, halflife);
-        out[i] = w * res[i].val + (1.0 - w) * neighbours;
+        out[i] = blend(res, i, below[i], next, now, halflife);
         if res[i].seen {
             next = Some(i);
         }
