@@ -915,8 +915,10 @@ impl Controller {
             if let Some(p) = &mut self.probe {
                 if d.reason == Reason::Probe {
                     p.interval = (p.interval * 2).min(self.cfg.probe_interval_max);
-                    let next = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len().max(1)];
-                    let pace = probe_pace(&self.probe_costs, next);
+                    let rungs = &self.cfg.probe_rungs;
+                    let pace = rungs
+                        .get(p.turn % rungs.len().max(1))
+                        .map_or(0, |&next| probe_pace(&self.probe_costs, next));
                     p.next_due = d.seq.saturating_add(p.interval.max(pace));
                 }
             } else if self.cfg.probe_after > 0 && self.incompressible_run >= self.cfg.probe_after {
