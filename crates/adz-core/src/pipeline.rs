@@ -312,13 +312,13 @@ struct Shared {
     cpu_ns: AtomicU64,
 }
 
-/// Adds `spent` to the CPU time not reported yet.
 /// Buffers in each pool when `WriteOptions::buffers` is 0: 2 x threads + 2 (the thesis'
 /// minimum is 2 x threads). The predictor reckons a write with as many frames in flight.
 pub(crate) fn default_buffers(threads: usize) -> usize {
     2 * threads + 2
 }
 
+/// Adds `spent` to the CPU time not reported yet.
 fn add_cpu(cpu_ns: &AtomicU64, spent: Duration) {
     cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
 }

@@ -334,10 +334,15 @@ impl Predictor {
 
     /// The write model of a write of `bytes` under this configuration.
     pub fn model(&self, bytes: u64) -> WriteModel {
+        self.model_with(bytes, self.cfg.path_cost, self.cfg.serial_cost)
+    }
+
+    /// The same with the pipeline's costs given ([`Predictor::path_costs`]).
+    fn model_with(&self, bytes: u64, path_cost: f64, serial_cost: f64) -> WriteModel {
         WriteModel::new(bytes, self.cfg.threads.max(1), self.cfg.block_size.max(1)).on_cores(
             self.cfg.cpus,
-            self.cfg.path_cost,
-            self.cfg.serial_cost,
+            path_cost,
+            serial_cost,
         )
     }
 
@@ -415,11 +420,7 @@ impl Predictor {
         let link = link.filter(|l| l.is_finite() && *l > 0.0);
         let threads = self.cfg.threads.max(1);
         let (path_cost, serial_cost, path_measured) = self.path_costs(sample);
-        let model = self.model(sample.data_len.max(sample.bytes())).on_cores(
-            self.cfg.cpus,
-            path_cost,
-            serial_cost,
-        );
+        let model = self.model_with(sample.data_len.max(sample.bytes()), path_cost, serial_cost);
         // Data of several kinds: the write time is reckoned along where they lie.
         let layout = Layout::from_map(&sample.map, sample.span, model.bytes, model.block_size);
         let model = model.with_layout(layout);

@@ -818,7 +818,7 @@ fn fill_range(parts: &[&[u8]], off: u64, buf: &mut [u8]) -> usize {
         let (start, end) = (pos, pos + p.len() as u64);
         pos = end;
         let want = off + done as u64;
-        if done == buf.len() || want >= end || want < start {
+        if done == buf.len() || want >= end {
             continue;
         }
         let from = (want - start) as usize;
@@ -831,19 +831,9 @@ fn fill_range(parts: &[&[u8]], off: u64, buf: &mut [u8]) -> usize {
 
 /// `len` bytes from `off` of the concatenation of `parts` (fewer at its end).
 fn copy_range(parts: &[&[u8]], off: u64, len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len);
-    let mut pos = 0u64;
-    for p in parts {
-        let (start, end) = (pos, pos + p.len() as u64);
-        pos = end;
-        let want = off + out.len() as u64;
-        if out.len() == len || want >= end {
-            continue;
-        }
-        let from = (want - start) as usize;
-        let take = (len - out.len()).min(p.len() - from);
-        out.extend_from_slice(&p[from..from + take]);
-    }
+    let mut out = vec![0; len];
+    let n = fill_range(parts, off, &mut out);
+    out.truncate(n);
     out
 }
 
