@@ -108,6 +108,14 @@ impl ClassedController {
         }
     }
 
+    /// Tell every class's controller the raw path's cost measured before the write (see
+    /// [`Controller::set_path_cost`]); a class created later inherits it.
+    pub fn set_path_cost(&mut self, cpu: f64, serial: f64) {
+        for c in self.inner.iter_mut().flatten() {
+            c.set_path_cost(cpu, serial);
+        }
+    }
+
     /// Set the start rung of `class`'s controller, now or when the class's first block comes
     /// (a sampling predictor's start for a new kind of data; see [`Controller::set_start`]).
     pub fn set_start_of(&mut self, class: u8, rung: adz_format::CodecSpec) {

@@ -387,6 +387,10 @@ const SAVER_WINDOW: u64 = 16;
 /// mode) every 8 blocks made a 256 MiB write of a solver's matrix 0.68x raw. Probes that fail
 /// keep their pace of 4-10 blocks: they are how data that compresses again is noticed
 /// (climate fields at 1200 MB/s wrote 5 % slower when failed probes were put off as well).
+/// Unless compression has nothing to gain (the raw path alone cannot keep up with the link):
+/// then every probe is paced by its cost ([`Controller::futile_wait`]). Through 6000 MB/s on
+/// two cores a probe of the kernel's `.tar.xz` took about 1 ms, five blocks' link time,
+/// every 10 blocks, and S1 wrote at 0.72 of raw.
 const PROBE_COST_SHARE: f64 = 0.05;
 
 /// The most blocks a probe is put off by its cost.
@@ -394,10 +398,12 @@ const PROBE_PACE_MAX: u64 = 4096;
 
 /// The fewest blocks before a probe at `codec`, from what its last probe cost (`costs`).
 fn probe_pace(costs: &[(CodecSpec, f64)], codec: CodecSpec) -> u64 {
-    costs
-        .iter()
-        .find(|(c, _)| *c == codec)
-        .map_or(0, |&(_, extra)| ((extra / PROBE_COST_SHARE).ceil() as u64).min(PROBE_PACE_MAX))
+    costs.iter().find(|(c, _)| *c == codec).map_or(0, |&(_, extra)| pace_of(extra))
+}
+
+/// The blocks sent raw that carry a probe costing `extra` blocks' link time beyond its own.
+fn pace_of(extra: f64) -> u64 {
+    ((extra / PROBE_COST_SHARE).ceil() as u64).min(PROBE_PACE_MAX)
 }
 
 /// What a pipeline (or the simulator) needs of a controller: [`Controller`] and
@@ -464,6 +470,9 @@ pub struct Controller {
     /// The last probe that compressed and ended probe mode: its block, rung and cost (as
     /// in `probe_costs`; None with the link unknown).
     probe_exit: Option<(u64, CodecSpec, Option<f64>)>,
+    /// Per probe rung, what its last failed probe cost, as in `probe_costs`: paces the
+    /// probes while compression has nothing to gain ([`Controller::futile_wait`]).
+    failed_costs: Vec<(CodecSpec, f64)>,
     seq: u64,
     /// The model's clock: compression attempts decided. Blocks sent raw (hints, probe mode,
     /// mixes) do not age what the model knows about the data that compresses.
@@ -474,6 +483,13 @@ pub struct Controller {
     /// S2/S3: seconds the write is ahead of its target's schedule (negative: behind), as the
     /// sink saw it (see [`Controller::aim`]).
     schedule: f64,
+    /// The raw path's CPU seconds per raw byte as measured before the write (see
+    /// [`Controller::set_path_cost`]): stands in for the pipeline's own figure until the sink
+    /// has reported [`PIPE_MIN_WRITES`] writes.
+    path_prior: Option<f64>,
+    /// Seconds per raw byte of the pipeline's slowest one-thread stage, measured before the
+    /// write (see [`Controller::set_path_cost`]).
+    serial_prior: Option<f64>,
 }
 
 /// What the sink saw of the pipeline's pace, smoothed over the last few writes (each sum
@@ -636,10 +652,13 @@ impl Controller {
             last_saver: None,
             probe_costs: Vec::new(),
             probe_exit: None,
+            failed_costs: Vec::new(),
             seq: 0,
             clock: 0,
             stretch: None,
             schedule: 0.0,
+            path_prior: None,
+            serial_prior: None,
             cfg,
         }
     }
@@ -655,7 +674,25 @@ impl Controller {
         c.pipe = self.pipe.clone();
         c.stretch = self.stretch;
         c.schedule = self.schedule;
+        c.path_prior = self.path_prior;
+        c.serial_prior = self.serial_prior;
         c
+    }
+
+    /// The raw path's costs measured before the write (a sampling predictor times moving and
+    /// checksumming its sample: `Prediction::path_cost` and `serial_cost` in adz-core): `cpu`
+    /// CPU seconds per raw byte on all the pipeline's threads, and `serial` seconds per raw
+    /// byte of its slowest one-thread stage (the application's copy into the pipeline). The
+    /// controller uses them until the pipeline's own figures are in (what the sink reports
+    /// over the first [`PIPE_MIN_WRITES`] writes). Without them the first blocks' mix counts
+    /// raw blocks as free: through 6000 MB/s on two cores, where moving raw data alone takes
+    /// both cores, it compressed one block in five until the pipeline had measured itself,
+    /// and each held the ordered writer for 3-4 ms. A figure that is not finite and positive
+    /// is ignored.
+    pub fn set_path_cost(&mut self, cpu: f64, serial: f64) {
+        let ok = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
+        self.path_prior = ok(cpu).or(self.path_prior);
+        self.serial_prior = ok(serial).or(self.serial_prior);
     }
 
     /// The workers' smoothed wall/CPU ratio (None before the first measurement with both).
@@ -786,6 +823,15 @@ impl Controller {
                 || seq >= p.next_due.saturating_add(8 * self.cfg.probe_interval_max);
             if quiet && seq >= p.next_due && !self.cfg.probe_rungs.is_empty() {
                 let codec = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
+                // Where compression has nothing to gain, a probe waits until the blocks sent
+                // raw since the last one carry its cost (see PROBE_COST_SHARE).
+                let wait = self.futile_wait(codec);
+                let p = self.probe.as_mut().expect("in probe mode");
+                let after = self.last_attempt.map_or(wait, |a| a.saturating_add(wait));
+                if seq < after {
+                    p.next_due = after;
+                    return raw(Reason::Incompressible);
+                }
                 p.turn += 1;
                 // Until this probe's result is in, no other probe (outstanding > 0).
                 let next = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
@@ -914,6 +960,10 @@ impl Controller {
             self.incompressible_run = self.incompressible_run.saturating_add(1);
             if let Some(p) = &mut self.probe {
                 if d.reason == Reason::Probe {
+                    if let Some(cost) = probe_cost {
+                        self.failed_costs.retain(|(c, _)| *c != d.codec);
+                        self.failed_costs.push((d.codec, cost));
+                    }
                     p.interval = (p.interval * 2).min(self.cfg.probe_interval_max);
                     let rungs = &self.cfg.probe_rungs;
                     let pace = rungs
@@ -1104,15 +1154,59 @@ impl Controller {
     }
 
     /// CPU seconds the pipeline spends per raw byte besides compression (the raw path), from
-    /// the CPU time the sink reports; None without it, before [`PIPE_MIN_WRITES`] writes, or
-    /// while compression explains nearly all of it.
+    /// the CPU time the sink reports; before [`PIPE_MIN_WRITES`] writes, the cost measured
+    /// before the write if there is one ([`Controller::set_path_cost`]); None without either,
+    /// or while compression explains nearly all of it.
     fn cpu_path_cost(&self) -> Option<f64> {
         let p = &self.pipe;
+        if p.writes < PIPE_MIN_WRITES {
+            return self.path_prior;
+        }
         let path = p.cpu - p.cpu_work;
-        if p.writes < PIPE_MIN_WRITES || p.cpu <= 0.0 || path <= CPU_PATH_MIN * p.cpu {
+        if p.cpu <= 0.0 || path <= CPU_PATH_MIN * p.cpu {
             return None;
         }
         (p.raw > 0.0).then(|| path / p.raw)
+    }
+
+    /// The speed at which the pipeline can move raw blocks, raw bytes/s: the least of what
+    /// its CPUs can ([`Controller::cpu_path_cost`]), what the sink saw
+    /// ([`Controller::pipeline_raw_speed`]) and, before the pipeline has measured itself, what
+    /// its one-thread stages can ([`Controller::set_path_cost`]). The CPUs' figure alone is
+    /// too high: through 6000 MB/s on two cores it said 6-7 GB/s where raw blocks moved at 4.5,
+    /// the application's copy into the pipeline being one thread. None before any is known.
+    fn raw_path_speed(&self) -> Option<f64> {
+        let cpu = self.cpu_path_cost().map(|c| self.cpus() / c);
+        let serial = self.serial_prior.filter(|_| self.pipe.writes < PIPE_MIN_WRITES);
+        [cpu, serial.map(|s| 1.0 / s), self.pipe.raw_speed].into_iter().flatten().reduce(f64::min)
+    }
+
+    /// Whether the raw path alone is slower than the strategy's target for raw data (S1 and
+    /// S2: the link; S3: link / F): then every compressed block only slows the write, and a
+    /// probe can find nothing the strategy would use.
+    fn raw_path_too_slow(&self) -> bool {
+        match (self.link(), self.raw_path_speed()) {
+            (Some(link), Some(v)) => v < target(self.cfg.strategy, link, 1.0),
+            _ => false,
+        }
+    }
+
+    /// Blocks a probe at `codec` waits after the last compression attempt: none while
+    /// compression may gain, else what the probe costs beyond a raw block's link time (its
+    /// last failed probe's, or at the model's speed for the rung before one), in blocks at
+    /// [`PROBE_COST_SHARE`].
+    fn futile_wait(&self, codec: CodecSpec) -> u64 {
+        if !self.raw_path_too_slow() {
+            return 0;
+        }
+        let Some(link) = self.link() else { return 0 };
+        let failed = self.failed_costs.iter().find(|(c, _)| *c == codec).map(|&(_, extra)| extra);
+        let extra = failed.or_else(|| {
+            let r = self.cfg.ladder.position(codec)?;
+            let s = self.model.speed(r, self.clock);
+            (s > 0.0).then(|| (link / s - 1.0).max(0.0))
+        });
+        extra.map_or(0, pace_of)
     }
 
     /// CPUs the pipeline may use ([`ControllerConfig::cpus`], else the workers).

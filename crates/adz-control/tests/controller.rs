@@ -2245,3 +2245,111 @@ fn futile_probes_are_paced_by_what_they_cost_against_the_link() {
         names(&slow, 40, 200)
     );
 }
+
+/// Decide `n` blocks of 1 MiB with `ctl`; every compression attempt is measured at once as
+/// stored raw after `attempt_secs` (wall and CPU), every raw block after 0.1 ms. Returns the
+/// decisions.
+fn decide_incompressible(ctl: &mut Controller, n: u64, attempt_secs: f64) -> Vec<Decision> {
+    let mb = 1u64 << 20;
+    (0..n)
+        .map(|i| {
+            let ctx =
+                BlockContext { raw_offset: i * mb, raw_len: mb as usize, hints: &[], class: 0 };
+            let d = ctl.next_block(&ctx);
+            let secs = if d.codec == CodecSpec::NONE { 1e-4 } else { attempt_secs };
+            ctl.record_block(&BlockMeasurement {
+                decision: d,
+                raw_len: mb,
+                stored_len: mb,
+                stored_raw: true,
+                wall: Duration::from_secs_f64(secs),
+                cpu: Duration::from_secs_f64(secs),
+            });
+            d
+        })
+        .collect()
+}
+
+/// Through 6000 MB/s on two cores, moving raw data alone takes both cores (the raw path costs
+/// about 0.4-0.5 ns of CPU per byte on the benchmark VM), so every compressed block slows the
+/// write. Before the pipeline has measured itself, a raw path cost measured by the predictor
+/// says so: the first blocks go raw. Without it, the mix counted raw blocks as free and
+/// compressed one block in five from the reference table, each holding the ordered writer for
+/// 3-4 ms (S1 at 0.79 of raw on text, 256 MiB).
+#[test]
+fn a_raw_path_cost_known_before_the_write_keeps_the_start_raw_where_it_fills_the_cores() {
+    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(FDR4), 2);
+    let first = |path: Option<f64>| {
+        let mut ctl = Controller::new(cfg.clone());
+        ctl.set_start(CodecSpec::NONE);
+        if let Some(c) = path {
+            ctl.set_path_cost(c, 0.2e-9);
+        }
+        (0..16u64)
+            .filter(|&i| {
+                let ctx =
+                    BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &[], class: 0 };
+                ctl.next_block(&ctx).codec != CodecSpec::NONE
+            })
+            .count()
+    };
+    assert!(first(None) > 0, "the reference table alone compresses a share");
+    assert_eq!(first(Some(0.5e-9)), 0, "2 CPUs move raw data at 4 GB/s < 6 GB/s");
+    // At 10GbE the same cost leaves CPU to spare, and the mix compresses a share.
+    let mut ctl =
+        Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(TEN_GBE), 2));
+    ctl.set_start(CodecSpec::NONE);
+    ctl.set_path_cost(0.5e-9, 0.2e-9);
+    let compressed = (0..16u64)
+        .filter(|&i| {
+            let ctx = BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &[], class: 0 };
+            ctl.next_block(&ctx).codec != CodecSpec::NONE
+        })
+        .count();
+    assert!(compressed > 0, "at 1200 MB/s nothing compressed");
+    // Nonsense is ignored.
+    let mut ctl = Controller::new(cfg.clone());
+    ctl.set_path_cost(f64::NAN, -1.0);
+    ctl.set_start(CodecSpec::NONE);
+    let compressed = (0..16u64)
+        .filter(|&i| {
+            let ctx = BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &[], class: 0 };
+            ctl.next_block(&ctx).codec != CodecSpec::NONE
+        })
+        .count();
+    assert_eq!(compressed, first(None));
+}
+
+/// Where the raw path alone cannot keep up with the link, a probe can find nothing the
+/// strategy would use, and it costs the link time of the blocks it holds up: every probe is
+/// then paced by its cost, as futile ones are (before one has failed, at the model's speed for
+/// its rung). Through 6000 MB/s on two cores a probe of the kernel's `.tar.xz` took about 1 ms
+/// (five blocks' link time) every 10 blocks, and S1 wrote at 0.72 of raw; on a solver's matrix
+/// predicted incompressible the first two probes took 6-9 ms of a 60 ms write. Where the
+/// cores have time to spare, probes keep their pace.
+#[test]
+fn probes_are_paced_by_their_cost_where_compression_has_nothing_to_gain() {
+    let run = |cpu: f64, serial: f64, n: u64| {
+        let mut ctl =
+            Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(FDR4), 2));
+        ctl.set_path_cost(cpu, serial);
+        ctl.start_incompressible();
+        let ds = decide_incompressible(&mut ctl, n, 1e-3);
+        assert!(ds.iter().all(|d| matches!(d.reason, Reason::Probe | Reason::Incompressible)));
+        let probes: Vec<u64> =
+            ds.iter().filter(|d| d.reason == Reason::Probe).map(|d| d.seq).collect();
+        probes
+    };
+    // 2 CPUs at 0.5 ns a byte move raw data at 4 GB/s: nothing to gain at 6 GB/s. A 1 ms
+    // probe is 5.7 blocks' link time, 4.7 beyond its block: one probe per 94 blocks at most.
+    let paced = run(0.5e-9, 0.2e-9, 2000);
+    assert!((3..=2000 / 94 + 1).contains(&paced.len()), "probes at {paced:?}");
+    assert!(paced.windows(2).all(|w| w[1] - w[0] >= 94), "probes at {paced:?}");
+    // The same where the one-thread stage is the slow one (5 GB/s).
+    let serial = run(0.1e-9, 0.2e-9, 2000);
+    assert!(serial.len() <= 2000 / 94 + 1, "probes at {serial:?}");
+    // A raw path at 20 GB/s: the link is the bottleneck, and probes come every 4-10 blocks.
+    let kept = run(0.1e-9, 0.05e-9, 300);
+    eprintln!("probes at {paced:?} (CPU-bound), {serial:?} (serial-bound), {kept:?} (link-bound)");
+    assert!(kept.len() >= 28, "probes at {kept:?}");
+}

@@ -668,6 +668,11 @@ impl Writer {
         classes.dedup();
         if let Some(p) = &prediction {
             let mut d = lock(&self.shared.dispatch);
+            // Until the pipeline has measured itself, the sample's costs say whether the raw
+            // path alone can fill the link (if not, compressing anything only slows the write).
+            if p.path_measured {
+                d.controller.set_path_cost(p.path_cost, p.serial_cost);
+            }
             if p.incompressible {
                 // Raw because nothing saves: probe mode (a cheap attempt every few blocks),
                 // for the kinds of data sampled. Raw as a *start* means "too slow for the link".
