@@ -755,6 +755,7 @@ impl Writer {
     /// Write `data`. Returns once the data is in the pipeline's buffers; compression and the
     /// write-out go on in the background. Blocks while all buffers are in use.
     pub fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        self.predict_from_write(data);
         let mut mark = cpu_time::ThreadTime::try_now().ok();
         while !data.is_empty() {
             self.shared.check()?;
@@ -768,6 +769,24 @@ impl Writer {
             count_cpu(&self.shared.cpu_ns, &mut mark);
         }
         Ok(())
+    }
+
+    /// A first write at least as long as the blocks the writer would hold to predict is
+    /// sampled where it lies: the same first blocks, but not copied one after the other
+    /// before any is compressed (through 6000 MB/s, 3-5 ms of a 60 ms write of 256 MiB,
+    /// where predicting took 0.25 ms), and with a budget for the whole write (or its size
+    /// hint), not for the held blocks alone. Only the first blocks, as held ones would be: a
+    /// later kind of data gets its own prediction when it comes.
+    fn predict_from_write(&mut self, data: &[u8]) {
+        let PredictState::Holding(h) = &self.predict else { return };
+        let first = h.limit * self.block_size;
+        if !h.held.is_empty() || self.pending.is_some() || data.len() < first {
+            return;
+        }
+        let len = h.size_hint.unwrap_or(0).max(data.len() as u64);
+        let Some(plan) = self.sample_config(len) else { return };
+        let sample = Sample::from_parts(&[&data[..first]], len, &plan);
+        self.run_prediction(Some(&sample));
     }
 
     /// Read `src` to its end straight into the pipeline's buffers (no copy on the way).

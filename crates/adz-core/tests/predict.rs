@@ -496,6 +496,29 @@ mod writer {
         }
     }
 
+    /// A write that covers the blocks the writer holds to predict is sampled where it lies,
+    /// with a budget for the whole write: written in one call, 8 MiB get a prediction budgeted
+    /// for 8 MiB; written in blocks, the held blocks stand for the write (no size hint).
+    #[test]
+    fn one_long_write_is_predicted_for_its_whole_length() {
+        let data = generate(Kind::Text, 8 << 20, 29);
+        let budget = |pieces: usize| {
+            let store = MemoryStorage::new();
+            let mut w =
+                Writer::create(&store, "f.adz", opts(Strategy::Throughput, Link::Fixed(117e6)))
+                    .unwrap();
+            for part in data.chunks(data.len() / pieces) {
+                w.write(part).unwrap();
+            }
+            let b = w.prediction().expect("predicted").budget_seconds;
+            w.finish().unwrap();
+            assert_eq!(read_back(&store, "f.adz"), data);
+            b
+        };
+        let (whole, blocks) = (budget(1), budget(128));
+        assert!(whole > 8.0 * blocks, "budget {whole} s in one write, {blocks} s in blocks");
+    }
+
     /// A new kind of data (a new entropy class) gets its own prediction when its first block
     /// comes: text after a random stretch starts compressed, and the random stretch was not
     /// even tried.
