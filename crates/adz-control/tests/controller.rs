@@ -2278,13 +2278,12 @@ fn decide_incompressible(ctl: &mut Controller, n: u64, attempt_secs: f64) -> Vec
 /// 3-4 ms (S1 at 0.79 of raw on text, 256 MiB).
 #[test]
 fn a_raw_path_cost_known_before_the_write_keeps_the_start_raw_where_it_fills_the_cores() {
-    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(FDR4), 2);
-    let first = |path: Option<f64>| {
-        let mut ctl = Controller::new(cfg.clone());
+    // Blocks of the first 16 that S1 compresses, from a raw start, with the path costs given.
+    let compressed = |link: f64, cpu: f64, serial: f64| {
+        let mut ctl =
+            Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), 2));
         ctl.set_start(CodecSpec::NONE);
-        if let Some(c) = path {
-            ctl.set_path_cost(c, 0.2e-9);
-        }
+        ctl.set_path_cost(cpu, serial);
         (0..16u64)
             .filter(|&i| {
                 let ctx =
@@ -2293,31 +2292,12 @@ fn a_raw_path_cost_known_before_the_write_keeps_the_start_raw_where_it_fills_the
             })
             .count()
     };
-    assert!(first(None) > 0, "the reference table alone compresses a share");
-    assert_eq!(first(Some(0.5e-9)), 0, "2 CPUs move raw data at 4 GB/s < 6 GB/s");
+    // Without a cost (nonsense is ignored) the reference table alone compresses a share.
+    let unknown = compressed(FDR4, f64::NAN, -1.0);
+    assert!(unknown > 0, "nothing compressed without a path cost");
+    assert_eq!(compressed(FDR4, 0.5e-9, 0.2e-9), 0, "2 CPUs move raw data at 4 GB/s < 6 GB/s");
     // At 10GbE the same cost leaves CPU to spare, and the mix compresses a share.
-    let mut ctl =
-        Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(TEN_GBE), 2));
-    ctl.set_start(CodecSpec::NONE);
-    ctl.set_path_cost(0.5e-9, 0.2e-9);
-    let compressed = (0..16u64)
-        .filter(|&i| {
-            let ctx = BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &[], class: 0 };
-            ctl.next_block(&ctx).codec != CodecSpec::NONE
-        })
-        .count();
-    assert!(compressed > 0, "at 1200 MB/s nothing compressed");
-    // Nonsense is ignored.
-    let mut ctl = Controller::new(cfg.clone());
-    ctl.set_path_cost(f64::NAN, -1.0);
-    ctl.set_start(CodecSpec::NONE);
-    let compressed = (0..16u64)
-        .filter(|&i| {
-            let ctx = BlockContext { raw_offset: i << 20, raw_len: 1 << 20, hints: &[], class: 0 };
-            ctl.next_block(&ctx).codec != CodecSpec::NONE
-        })
-        .count();
-    assert_eq!(compressed, first(None));
+    assert!(compressed(TEN_GBE, 0.5e-9, 0.2e-9) > 0, "at 1200 MB/s nothing compressed");
 }
 
 /// Where the raw path alone cannot keep up with the link, a probe can find nothing the
