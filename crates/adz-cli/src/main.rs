@@ -142,8 +142,9 @@ struct CompressArgs {
     /// Compression threads (default: one per core).
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
     threads: usize,
-    /// Buffers per pool (raw blocks and frames each); default 2 x threads + 2. Memory use is
-    /// about 2 x buffers x block size.
+    /// Buffers per pool (raw blocks and frames each); default 2 x threads + 2, and 4 more
+    /// while an adaptive strategy mixes raw and compressed blocks. Memory use is about
+    /// 2 x buffers x block size.
     #[arg(long, default_value_t = 0, value_name = "N")]
     buffers: usize,
     /// Raw bytes per frame (block); each frame is compressed and can be read on its own, so a

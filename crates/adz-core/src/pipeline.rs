@@ -14,18 +14,25 @@
 //! frame is written). Because a worker holds a frame buffer before it pops a job, and jobs are
 //! popped in order, the job the sequencer waits for is always in the hands of a worker that can
 //! finish it: the pools cannot deadlock.
+//!
+//! While an adaptive strategy mixes raw blocks with a minority of compressed ones, the
+//! sequencer adds `MIX_BUFFERS` (4) to each pool and takes them back once the mix ends: the
+//! frames are written in order, so a compressed block holds up the raw ones finished behind
+//! it, and the link idles unless enough of them can wait (see
+//! `docs/benchmarks/2026-11-27-mix-buffers`). With these, memory stays bounded by
+//! `buffers + MIX_BUFFERS` per pool.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use adz_control::{
     classify, BlockContext, BlockMeasurement, ClassedController, Control, ControllerConfig, Hint,
-    Link, SinkMeasurement, Status, Strategy,
+    Link, Mode, SinkMeasurement, Status, Strategy,
 };
 use adz_format::{FileHeader, FrameHeader, TrailerBuilder};
 use adz_store::{Storage, Upload};
@@ -47,7 +54,8 @@ pub struct WriteOptions {
     /// Raw bytes per block.
     pub block_size: u32,
     /// Buffers in each pool; 0 = 2 × threads + 2 (the thesis' minimum is 2 × threads, so the
-    /// workers can run two pipeline cycles ahead of the sink).
+    /// workers can run two pipeline cycles ahead of the sink), and 4 more while an adaptive
+    /// strategy mixes raw and compressed blocks. A number given here is kept as given.
     pub buffers: usize,
     /// Hints for the whole file (`write-once`, `hot`, `dtype=...`).
     pub hints: Vec<Hint>,
@@ -310,6 +318,111 @@ struct Shared {
     /// workers) that the sequencer has not reported yet (`SinkMeasurement::cpu`). Not the
     /// application's own computing: that is no cost of moving its bytes.
     cpu_ns: AtomicU64,
+    /// Raw block buffers (see the module docs).
+    raw: Pool,
+    /// Frame buffers.
+    frames: Pool,
+}
+
+/// Buffers the sequencer adds to each pool while an adaptive strategy mixes raw and compressed
+/// blocks (2-core measurements: `docs/benchmarks/2026-11-27-mix-buffers`). A mix's compressed
+/// block takes several raw blocks' link time to compress, and the raw blocks finished behind
+/// it wait in frame buffers: with `2 N + 2` of them the link idled, and S1 wrote text through
+/// 1200 MB/s at 0.87-0.95 of raw. Four more for every write cost raw writes through 6000 MB/s
+/// 7-26 %, so they come only with a mix and go when it ends.
+pub(crate) const MIX_BUFFERS: usize = 4;
+
+/// The largest compressed share of a mix that gets [`MIX_BUFFERS`].
+const MIX_BUFFERS_SHARE: f64 = 0.5;
+
+/// Frames written outside a mix before the sequencer takes [`MIX_BUFFERS`] back: a mix that
+/// pauses for a probe or a short run of raw blocks keeps them.
+const MIX_QUIET_FRAMES: u32 = 16;
+
+/// A pool of reusable buffers: a bounded channel with room for its base number of buffers
+/// plus [`MIX_BUFFERS`]. Buffers come back through [`Pool::give`], which drops them instead
+/// while the pool is shrinking.
+struct Pool {
+    tx: Sender<Vec<u8>>,
+    rx: Receiver<Vec<u8>>,
+    /// Buffers to drop as they come back (the pool is above its size).
+    surplus: AtomicUsize,
+}
+
+impl Pool {
+    fn new(buffers: usize) -> Pool {
+        let (tx, rx) = bounded::<Vec<u8>>(buffers + MIX_BUFFERS);
+        for _ in 0..buffers {
+            // Buffers grow to their working size on first use.
+            tx.send(Vec::new()).expect("pool has room");
+        }
+        Pool { tx, rx, surplus: AtomicUsize::new(0) }
+    }
+
+    /// Give a buffer back (or drop it while the pool shrinks).
+    fn give(&self, buf: Vec<u8>) {
+        let dropped =
+            self.surplus.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if dropped.is_err() {
+            let _ = self.tx.try_send(buf);
+        }
+    }
+
+    /// Add `n` buffers: first by cancelling drops not made yet, then new (empty) ones.
+    fn grow(&self, n: usize) {
+        for _ in 0..n {
+            let cancelled = self
+                .surplus
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1));
+            if cancelled.is_err() {
+                let _ = self.tx.try_send(Vec::new());
+            }
+        }
+    }
+
+    /// Take `n` buffers back as they return.
+    fn shrink(&self, n: usize) {
+        self.surplus.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The sequencer's part in sizing the pools: [`MIX_BUFFERS`] more while the controller mixes.
+struct MixBuffers {
+    enabled: bool,
+    added: bool,
+    quiet: u32,
+}
+
+impl MixBuffers {
+    /// Does the controller mix raw blocks with a minority of compressed ones? Not while it
+    /// probes, nor in a "mix" that sends everything raw, nor when most blocks compress: then
+    /// the frames behind a compressed block are mostly compressed ones, as slow, and the
+    /// larger working set only slows the codec (lz4:50 on the kernel tar through 1200 MB/s:
+    /// 4-9 % more CPU per block, S1 3 % slower).
+    fn compresses_in_mix(status: &Status) -> bool {
+        matches!(status.mode, Mode::Mix { compress_fraction }
+            if compress_fraction > 0.0 && compress_fraction <= MIX_BUFFERS_SHARE)
+    }
+
+    /// After each frame written: `mixing` from the status of that frame's data class.
+    fn update(&mut self, pools: [&Pool; 2], mixing: bool) {
+        if !self.enabled {
+            return;
+        }
+        if mixing {
+            self.quiet = 0;
+            if !self.added {
+                self.added = true;
+                pools.iter().for_each(|p| p.grow(MIX_BUFFERS));
+            }
+        } else if self.added {
+            self.quiet += 1;
+            if self.quiet >= MIX_QUIET_FRAMES {
+                self.added = false;
+                pools.iter().for_each(|p| p.shrink(MIX_BUFFERS));
+            }
+        }
+    }
 }
 
 /// Buffers in each pool when `WriteOptions::buffers` is 0: 2 x threads + 2 (the thesis'
@@ -356,9 +469,9 @@ impl Shared {
     }
 
     /// Take a buffer from a pool, or fail if the pipeline has failed.
-    fn take(&self, pool: &Receiver<Vec<u8>>) -> Result<Vec<u8>> {
+    fn take(&self, pool: &Pool) -> Result<Vec<u8>> {
         crossbeam::channel::select! {
-            recv(pool) -> b => b.map_err(|_| Error::Pipeline("buffer pool closed".to_owned())),
+            recv(pool.rx) -> b => b.map_err(|_| Error::Pipeline("buffer pool closed".to_owned())),
             recv(self.abort_rx) -> _ => { self.check()?; Err(Error::Pipeline("aborted".to_owned())) }
         }
     }
@@ -399,8 +512,6 @@ struct Sequenced {
 /// ```
 pub struct Writer {
     shared: Arc<Shared>,
-    raw_pool: Receiver<Vec<u8>>,
-    raw_return: Sender<Vec<u8>>,
     /// A partly filled block from `write`/`write_from`.
     pending: Option<Vec<u8>>,
     raw_offset: u64,
@@ -494,29 +605,19 @@ impl Writer {
             cpu_ns: AtomicU64::new(0),
             raw_written: AtomicU64::new(0),
             stored_written: AtomicU64::new(0),
+            raw: Pool::new(buffers),
+            frames: Pool::new(buffers),
         });
-
-        let (raw_return, raw_pool) = bounded::<Vec<u8>>(buffers);
-        let (frame_return, frame_pool) = bounded::<Vec<u8>>(buffers);
-        for _ in 0..buffers {
-            // Buffers grow to their working size on first use.
-            raw_return.send(Vec::new()).expect("pool has room");
-            frame_return.send(Vec::new()).expect("pool has room");
-        }
         let (done_tx, done_rx) = unbounded::<Done>();
         let started = Instant::now();
 
         let mut workers = Vec::with_capacity(threads);
         for i in 0..threads {
             let w_shared = Arc::clone(&shared);
-            let frame_pool = frame_pool.clone();
-            let frame_return = frame_return.clone();
-            let raw_return = raw_return.clone();
             let done_tx = done_tx.clone();
-            let spawned =
-                std::thread::Builder::new().name(format!("adz-worker-{i}")).spawn(move || {
-                    worker(&w_shared, &frame_pool, &frame_return, &raw_return, &done_tx, keep)
-                });
+            let spawned = std::thread::Builder::new()
+                .name(format!("adz-worker-{i}"))
+                .spawn(move || worker(&w_shared, &done_tx, keep));
             match spawned {
                 Ok(h) => workers.push(h),
                 Err(e) => {
@@ -527,8 +628,9 @@ impl Writer {
         }
 
         let seq_shared = Arc::clone(&shared);
-        let seq_raw_return = raw_return.clone();
         let trace = opts.trace.clone();
+        // A given number of buffers is kept as given.
+        let grow = opts.buffers == 0 && opts.strategy.is_adaptive();
         let predict = if opts.predict == Predict::Auto && opts.strategy.is_adaptive() {
             let mut cfg =
                 PredictConfig { threads, block_size: u64::from(block_size), ..Default::default() };
@@ -561,24 +663,11 @@ impl Writer {
 
         let sequencer = std::thread::Builder::new()
             .name("adz-sequencer".to_owned())
-            .spawn(move || {
-                sequencer(
-                    &seq_shared,
-                    upload,
-                    header,
-                    done_rx,
-                    frame_return,
-                    seq_raw_return,
-                    trace,
-                    started,
-                )
-            })
+            .spawn(move || sequencer(&seq_shared, upload, header, done_rx, grow, trace, started))
             .map_err(|e| Error::io("starting the sequencer thread", e))?;
 
         Ok(Writer {
             shared,
-            raw_pool,
-            raw_return,
             pending: None,
             raw_offset: 0,
             block_size: block_size as usize,
@@ -843,7 +932,7 @@ impl Writer {
                 let start = b.len();
                 (b, start)
             }
-            None => (self.shared.take(&self.raw_pool)?, 0),
+            None => (self.shared.take(&self.shared.raw)?, 0),
         };
         if buf.len() < want {
             buf.resize(want, 0);
@@ -907,7 +996,7 @@ impl Writer {
         if !tail.is_empty() {
             // Copy the short remainder into a pending block; take a buffer without waiting
             // (this call must not block), or make one.
-            let mut buf = self.raw_pool.try_recv().unwrap_or_default();
+            let mut buf = self.shared.raw.rx.try_recv().unwrap_or_default();
             buf.clear();
             buf.extend_from_slice(tail);
             self.pending = Some(buf);
@@ -987,7 +1076,7 @@ impl Writer {
         match self.pending.take() {
             Some(b) => Ok(b),
             None => {
-                let mut b = self.shared.take(&self.raw_pool)?;
+                let mut b = self.shared.take(&self.shared.raw)?;
                 b.clear();
                 b.reserve(self.block_size);
                 Ok(b)
@@ -1028,7 +1117,7 @@ impl Writer {
         if full {
             self.emit(buf);
         } else if buf.is_empty() {
-            let _ = self.raw_return.try_send(buf);
+            self.shared.raw.give(buf);
         } else {
             self.pending = Some(buf);
         }
@@ -1146,18 +1235,11 @@ impl<B> WriteHandle<B> {
     }
 }
 
-fn worker(
-    shared: &Shared,
-    frame_pool: &Receiver<Vec<u8>>,
-    frame_return: &Sender<Vec<u8>>,
-    raw_return: &Sender<Vec<u8>>,
-    done_tx: &Sender<Done>,
-    keep: f64,
-) {
+fn worker(shared: &Shared, done_tx: &Sender<Done>, keep: f64) {
     let mut encoder = FrameEncoder::new();
     loop {
         // A frame buffer first, then a job: see the module docs.
-        let Ok(mut frame) = shared.take(frame_pool) else { return };
+        let Ok(mut frame) = shared.take(&shared.frames) else { return };
         let (job, decision) = {
             let mut d = lock(&shared.dispatch);
             loop {
@@ -1172,7 +1254,7 @@ fn worker(
                     break (job, decision);
                 }
                 if d.closed {
-                    let _ = frame_return.try_send(frame);
+                    shared.frames.give(frame);
                     return;
                 }
                 d = shared.work.wait(d).unwrap_or_else(|e| e.into_inner());
@@ -1204,7 +1286,7 @@ fn worker(
         let raw_payload = match job.data {
             BlockData::Owned(buf) if payload_is_raw => Some(buf),
             BlockData::Owned(buf) => {
-                let _ = raw_return.try_send(buf);
+                shared.raw.give(buf);
                 None
             }
             BlockData::Shared(s) => {
@@ -1256,8 +1338,7 @@ fn sequencer(
     mut upload: Box<dyn Upload>,
     header: FileHeader,
     done_rx: Receiver<Done>,
-    frame_return: Sender<Vec<u8>>,
-    raw_return: Sender<Vec<u8>>,
+    grow: bool,
     trace: Option<TraceSink>,
     started: Instant,
 ) -> Option<Sequenced> {
@@ -1282,14 +1363,15 @@ fn sequencer(
     let mut last_end: Option<Instant> = None;
     // The sequencer's own CPU time is counted from here (see SinkMeasurement::cpu).
     let mut cpu_mark = cpu_time::ThreadTime::try_now().ok();
+    let mut mix_buffers = MixBuffers { enabled: grow, added: false, quiet: 0 };
     for done in done_rx.iter() {
         waiting.insert(done.seq, done);
         while let Some(d) = waiting.remove(&next) {
             next += 1;
             let release = |d: Done| {
-                let _ = frame_return.try_send(d.frame);
+                shared.frames.give(d.frame);
                 if let Some(raw) = d.raw_payload {
-                    let _ = raw_return.try_send(raw);
+                    shared.raw.give(raw);
                 }
             };
             if failed {
@@ -1338,6 +1420,8 @@ fn sequencer(
                 });
                 dsp.controller.status_of(d.class)
             };
+            mix_buffers
+                .update([&shared.raw, &shared.frames], MixBuffers::compresses_in_mix(&status));
             if let Some(t) = &trace {
                 let m = &d.measurement;
                 let rec = TraceRecord {
@@ -1375,4 +1459,97 @@ fn sequencer(
         shared.fail(format!("block {next} never arrived"));
     }
     Some(Sequenced { upload, trailer, file_offset, configs, sink_busy })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Take every buffer the pool holds now (without waiting).
+    fn drain(p: &Pool) -> Vec<Vec<u8>> {
+        std::iter::from_fn(|| p.rx.try_recv().ok()).collect()
+    }
+
+    #[test]
+    fn a_pool_grows_by_new_buffers_and_shrinks_as_they_come_back() {
+        let p = Pool::new(6);
+        p.grow(MIX_BUFFERS);
+        let all = drain(&p);
+        assert_eq!(all.len(), 6 + MIX_BUFFERS);
+        p.shrink(MIX_BUFFERS);
+        for b in all {
+            p.give(b);
+        }
+        assert_eq!(drain(&p).len(), 6, "the added buffers are dropped as they come back");
+        assert_eq!(p.surplus.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn growing_again_before_the_buffers_came_back_cancels_their_drop() {
+        let p = Pool::new(2);
+        p.grow(MIX_BUFFERS);
+        let out = drain(&p);
+        p.shrink(MIX_BUFFERS);
+        p.grow(MIX_BUFFERS);
+        assert!(drain(&p).is_empty(), "no new buffers while the old ones are out");
+        for b in out {
+            p.give(b);
+        }
+        assert_eq!(drain(&p).len(), 2 + MIX_BUFFERS, "none dropped, none made twice");
+    }
+
+    #[test]
+    fn the_pools_grow_with_a_mix_and_shrink_after_it_has_been_quiet() {
+        let (raw, frames) = (Pool::new(6), Pool::new(6));
+        // Cycle every buffer through `give` once (the drops due happen), then count.
+        let count = |p: &Pool| {
+            drain(p).into_iter().for_each(|b| p.give(b));
+            let b = drain(p);
+            let n = b.len();
+            b.into_iter().for_each(|b| p.give(b));
+            n
+        };
+        let mut m = MixBuffers { enabled: true, added: false, quiet: 0 };
+        m.update([&raw, &frames], false);
+        assert_eq!((count(&raw), count(&frames)), (6, 6), "no mix, no growth");
+        m.update([&raw, &frames], true);
+        m.update([&raw, &frames], true);
+        assert_eq!((count(&raw), count(&frames)), (10, 10), "grown once, not per frame");
+        for _ in 1..MIX_QUIET_FRAMES {
+            m.update([&raw, &frames], false);
+        }
+        m.update([&raw, &frames], true);
+        for _ in 1..MIX_QUIET_FRAMES {
+            m.update([&raw, &frames], false);
+        }
+        assert_eq!(count(&raw), 10, "a pause shorter than MIX_QUIET_FRAMES keeps them");
+        m.update([&raw, &frames], false);
+        assert_eq!((count(&raw), count(&frames)), (6, 6), "taken back after a quiet run");
+
+        let mut off = MixBuffers { enabled: false, added: false, quiet: 0 };
+        off.update([&raw, &frames], true);
+        assert_eq!(count(&raw), 6, "a given number of buffers stays");
+    }
+
+    #[test]
+    fn only_a_mix_that_sends_most_blocks_raw_gets_the_buffers() {
+        let status = |mode| Status {
+            strategy: Strategy::Throughput,
+            rung: adz_control::CodecSpec::NONE,
+            mode,
+            target: None,
+            speed: None,
+            ratio: None,
+            link: None,
+            cpu_share: None,
+            blocks: 0,
+        };
+        let mix = |p| MixBuffers::compresses_in_mix(&status(Mode::Mix { compress_fraction: p }));
+        assert!(mix(0.1) && mix(0.4) && mix(MIX_BUFFERS_SHARE));
+        assert!(!mix(0.0), "everything raw: nothing holds a raw frame up");
+        assert!(!mix(0.8), "mostly compressed: the frames behind are as slow");
+        for mode in [Mode::Probe, Mode::Adapt, Mode::Start, Mode::Fixed] {
+            assert!(!MixBuffers::compresses_in_mix(&status(mode)), "{mode:?}");
+        }
+    }
 }
