@@ -143,8 +143,9 @@ struct CompressArgs {
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
     threads: usize,
     /// Buffers per pool (raw blocks and frames each); default 2 x threads + 2, and 4 more
-    /// while an adaptive strategy mixes raw and compressed blocks. Memory use is about
-    /// 2 x buffers x block size.
+    /// while an adaptive strategy sends most blocks raw and compresses the rest. Memory use
+    /// is about 2 x buffers x block size (+ 2 x 4 blocks during such a mix; a number given
+    /// here is kept as given).
     #[arg(long, default_value_t = 0, value_name = "N")]
     buffers: usize,
     /// Raw bytes per frame (block); each frame is compressed and can be read on its own, so a

@@ -55,7 +55,8 @@ pub struct WriteOptions {
     pub block_size: u32,
     /// Buffers in each pool; 0 = 2 × threads + 2 (the thesis' minimum is 2 × threads, so the
     /// workers can run two pipeline cycles ahead of the sink), and 4 more while an adaptive
-    /// strategy mixes raw and compressed blocks. A number given here is kept as given.
+    /// strategy mixes raw blocks with a minority (at most half) of compressed ones. A number
+    /// given here is kept as given.
     pub buffers: usize,
     /// Hints for the whole file (`write-once`, `hot`, `dtype=...`).
     pub hints: Vec<Hint>,
@@ -340,8 +341,9 @@ const MIX_BUFFERS_SHARE: f64 = 0.5;
 const MIX_QUIET_FRAMES: u32 = 16;
 
 /// A pool of reusable buffers: a bounded channel with room for its base number of buffers
-/// plus [`MIX_BUFFERS`]. Buffers come back through [`Pool::give`], which drops them instead
-/// while the pool is shrinking.
+/// plus `room` ([`MIX_BUFFERS`] where the pool may grow, else 0). Buffers come back through
+/// [`Pool::give`], which drops them instead while the pool is shrinking, or when the channel
+/// is full (a buffer made outside the pool).
 struct Pool {
     tx: Sender<Vec<u8>>,
     rx: Receiver<Vec<u8>>,
@@ -350,8 +352,8 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(buffers: usize) -> Pool {
-        let (tx, rx) = bounded::<Vec<u8>>(buffers + MIX_BUFFERS);
+    fn new(buffers: usize, room: usize) -> Pool {
+        let (tx, rx) = bounded::<Vec<u8>>(buffers + room);
         for _ in 0..buffers {
             // Buffers grow to their working size on first use.
             tx.send(Vec::new()).expect("pool has room");
@@ -594,6 +596,9 @@ impl Writer {
             ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus),
         );
         let keep = controller.keep_threshold();
+        // A given number of buffers is kept as given; static strategies never mix.
+        let grow = opts.buffers == 0 && opts.strategy.is_adaptive();
+        let room = if grow { MIX_BUFFERS } else { 0 };
         let (abort_tx, abort_rx) = bounded::<()>(0);
         let shared = Arc::new(Shared {
             dispatch: Mutex::new(Dispatch { queue: VecDeque::new(), controller, closed: false }),
@@ -605,8 +610,8 @@ impl Writer {
             cpu_ns: AtomicU64::new(0),
             raw_written: AtomicU64::new(0),
             stored_written: AtomicU64::new(0),
-            raw: Pool::new(buffers),
-            frames: Pool::new(buffers),
+            raw: Pool::new(buffers, room),
+            frames: Pool::new(buffers, room),
         });
         let (done_tx, done_rx) = unbounded::<Done>();
         let started = Instant::now();
@@ -629,8 +634,6 @@ impl Writer {
 
         let seq_shared = Arc::clone(&shared);
         let trace = opts.trace.clone();
-        // A given number of buffers is kept as given.
-        let grow = opts.buffers == 0 && opts.strategy.is_adaptive();
         let predict = if opts.predict == Predict::Auto && opts.strategy.is_adaptive() {
             let mut cfg =
                 PredictConfig { threads, block_size: u64::from(block_size), ..Default::default() };
@@ -995,8 +998,12 @@ impl Writer {
         let tail = &bytes[pos..];
         if !tail.is_empty() {
             // Copy the short remainder into a pending block; take a buffer without waiting
-            // (this call must not block), or make one.
-            let mut buf = self.shared.raw.rx.try_recv().unwrap_or_default();
+            // (this call must not block), or make one, which the pool gives up again when
+            // one comes back (so it stays at its size).
+            let mut buf = self.shared.raw.rx.try_recv().unwrap_or_else(|_| {
+                self.shared.raw.shrink(1);
+                Vec::new()
+            });
             buf.clear();
             buf.extend_from_slice(tail);
             self.pending = Some(buf);
@@ -1472,7 +1479,7 @@ mod tests {
 
     #[test]
     fn a_pool_grows_by_new_buffers_and_shrinks_as_they_come_back() {
-        let p = Pool::new(6);
+        let p = Pool::new(6, MIX_BUFFERS);
         p.grow(MIX_BUFFERS);
         let all = drain(&p);
         assert_eq!(all.len(), 6 + MIX_BUFFERS);
@@ -1485,8 +1492,24 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_made_outside_the_pool_does_not_grow_it() {
+        for room in [0, MIX_BUFFERS] {
+            let p = Pool::new(2, room);
+            let mut out = drain(&p);
+            // As write_async does when the pool is empty.
+            p.shrink(1);
+            out.push(Vec::new());
+            out.into_iter().for_each(|b| p.give(b));
+            assert_eq!(drain(&p).len(), 2, "room {room}");
+        }
+        let p = Pool::new(2, 0);
+        p.grow(MIX_BUFFERS);
+        assert_eq!(drain(&p).len(), 2, "a pool without room does not grow");
+    }
+
+    #[test]
     fn growing_again_before_the_buffers_came_back_cancels_their_drop() {
-        let p = Pool::new(2);
+        let p = Pool::new(2, MIX_BUFFERS);
         p.grow(MIX_BUFFERS);
         let out = drain(&p);
         p.shrink(MIX_BUFFERS);
@@ -1500,7 +1523,7 @@ mod tests {
 
     #[test]
     fn the_pools_grow_with_a_mix_and_shrink_after_it_has_been_quiet() {
-        let (raw, frames) = (Pool::new(6), Pool::new(6));
+        let (raw, frames) = (Pool::new(6, MIX_BUFFERS), Pool::new(6, MIX_BUFFERS));
         // Cycle every buffer through `give` once (the drops due happen), then count.
         let count = |p: &Pool| {
             drain(p).into_iter().for_each(|b| p.give(b));

@@ -238,7 +238,7 @@ impl WriteModel {
     /// feeder hands out the steps in order (`c1` seconds per byte), the earliest free of the
     /// N workers compresses each, taking `max(b / s, N b (1/s + c) / C)` (N workers at once
     /// share the C cores with the path), but only once a frame buffer is free (the pipeline's
-    /// `2 N + 2`), and the link sends
+    /// `2 N + 2`; the 4 a mix adds are not modelled), and the link sends
     /// the frames in order, `b / (f L)` each. For data of one kind this is the formula of
     /// [`WriteModel::time_compressed`]; for sections of different kinds, each section's
     /// slower stage sets its pace, and the buffers carry only a few blocks across.
