@@ -6,7 +6,7 @@ use std::time::Duration;
 use adz_format::{CodecId, CodecSpec, FilterSpec, Filters};
 
 use crate::hint::Hint;
-use crate::ladder::Ladder;
+use crate::ladder::{entropy_coded, Ladder};
 use crate::model::{LinkEstimator, Model, Rates, Sample};
 use crate::strategy::{Link, Strategy};
 
@@ -189,6 +189,9 @@ pub enum Reason {
     Blend,
     /// A `no-compress` hint covers the block.
     HintNoCompress,
+    /// A rung without an entropy stage (LZ4, zstd's negative levels) stored a block raw that
+    /// an entropy coder may shrink: moved to the first rung with one (zstd:1).
+    BlindRung,
     /// S1: a faster rung writes as fast and its ratio is as good (within 1 %); S2/S3: a
     /// faster rung that meets the target stores as much (within 0.25 %, both measured on data
     /// that compresses evenly). Moved to it: the slower rung bought nothing.
@@ -355,6 +358,11 @@ struct Lane {
     blend: f64,
     blend_to: usize,
     blend_acc: f64,
+    /// Why the lane moved outside a decision (reported with its next block).
+    note: Option<Reason>,
+    /// Moved on a measurement rather than a prediction (see [`Reason::BlindRung`]): the
+    /// rung is held until its first fresh measurement.
+    held: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -370,6 +378,15 @@ struct ProbeState {
     /// goes on from the probe's rung when a probe compresses.
     failed: Option<usize>,
 }
+
+/// [`BlockContext::class`] of random-looking data: order-0 entropy above 7.8 bits per byte,
+/// where an entropy coder saves under the keep threshold's 3 %.
+const RANDOM_CLASS: u8 = 4;
+
+/// A blind rung's failure moves the lanes to the first entropy rung only while the model's
+/// confidence in that rung's speed is at most this (it halves every `rung_memory` attempts):
+/// a rung measured lately is known, and S1 may rightly prefer a blind rung or raw to it.
+const BLIND_RECHECK: f64 = 0.25;
 
 /// Blocks within which a compressible result at a costlier rung makes a block stored raw the
 /// failure of its rung rather than of the data: zstd's negative levels and LZ4 store float
@@ -490,6 +507,11 @@ pub struct Controller {
     /// Seconds per raw byte of the pipeline's slowest one-thread stage, measured before the
     /// write (see [`Controller::set_path_cost`]).
     serial_prior: Option<f64>,
+    /// The class of the last block decided ([`BlockContext::class`]; 4: its sample's order-0
+    /// entropy says no entropy coder saves enough to keep).
+    class: u8,
+    /// The latest block a rung with an entropy stage stored raw.
+    entropy_failed: Option<u64>,
 }
 
 /// What the sink saw of the pipeline's pace, smoothed over the last few writes (each sum
@@ -659,6 +681,8 @@ impl Controller {
             schedule: 0.0,
             path_prior: None,
             serial_prior: None,
+            class: 0,
+            entropy_failed: None,
             cfg,
         }
     }
@@ -809,6 +833,7 @@ impl Controller {
     pub fn next_block(&mut self, ctx: &BlockContext) -> Decision {
         let seq = self.seq;
         self.seq += 1;
+        self.class = ctx.class;
         let raw = |reason| Decision { codec: CodecSpec::NONE, filters: Filters::NONE, reason, seq };
         if ctx.hints.contains(&Hint::NoCompress) {
             return raw(Reason::HintNoCompress);
@@ -924,6 +949,21 @@ impl Controller {
         let stored =
             if m.stored_raw { raw_len } else { (m.stored_len as f64).clamp(1.0, raw_len.max(1.0)) };
         let compressible = !m.stored_raw && stored <= raw_len * self.cfg.keep_threshold;
+        if !compressible && entropy_coded(d.codec) {
+            self.entropy_failed = Some(d.seq);
+        }
+        // A rung without an entropy stage that stores a block raw fails for itself, not for
+        // the data, unless the data is known to be random: its class says so, or an entropy
+        // rung failed on it lately. Its lanes move to the first entropy rung (decision 0020).
+        let blind = !compressible
+            && !entropy_coded(d.codec)
+            && self.probe.is_none()
+            && d.reason != Reason::Probe
+            && self.class != RANDOM_CLASS
+            && self.entropy_failed.is_none_or(|s| d.seq.saturating_sub(s) > SAVER_WINDOW);
+        if blind {
+            self.leave_blind_rung(d.codec);
+        }
         let mut reset = false;
         // Results of blocks decided before the one that started probe mode are older data:
         // that they compressed says nothing about the data now.
@@ -956,7 +996,7 @@ impl Controller {
                     lane.streak = 0;
                 }
             }
-        } else if !compressible {
+        } else if !compressible && !blind {
             self.incompressible_run = self.incompressible_run.saturating_add(1);
             if let Some(p) = &mut self.probe {
                 if d.reason == Reason::Probe {
@@ -1011,7 +1051,7 @@ impl Controller {
             let sample =
                 Sample { spec: d.codec, rung, speed, ratio: raw_len / stored, weight, reset };
             self.model.observe(&sample, self.clock);
-        } else if self.probe.is_none() {
+        } else if self.probe.is_none() && !blind {
             // An incompressible block says how much of the data is incompressible (S1's
             // effective ratio includes it), but nothing about how fast or how well a rung
             // compresses the data that does compress: LZ4 and zstd skip incompressible input
@@ -1082,6 +1122,32 @@ impl Controller {
     /// for the other classes' (the pipeline's pace is the write's, not one class's).
     /// `secs` is the work as the pipeline gets it (CPU time times the workers' wall/CPU
     /// ratio), `cpu` the workers' CPU time alone.
+    /// `codec`, a rung without an entropy stage, stored a block raw that an entropy coder may
+    /// shrink: the model predicts it saves nothing (for a while), and lanes below the first
+    /// entropy rung move there at once.
+    fn leave_blind_rung(&mut self, codec: CodecSpec) {
+        if let Some(r) = self.cfg.ladder.position(codec) {
+            self.model.observe_blind(r, self.clock);
+        }
+        let Some(to) = self.cfg.ladder.first_entropy_coded() else { return };
+        // Once that rung has been measured lately, the model knows both, and decides.
+        if self.model.confidence(to, self.clock) > BLIND_RECHECK {
+            return;
+        }
+        let seq = self.seq;
+        for lane in &mut self.lanes {
+            if lane.rung < to {
+                lane.rung = to;
+                lane.since = seq;
+                lane.fresh = 0;
+                lane.streak = 0;
+                lane.tentative = false;
+                lane.note = Some(Reason::BlindRung);
+                lane.held = !lane.mixing;
+            }
+        }
+    }
+
     pub(crate) fn note_work(&mut self, secs: f64, cpu: f64) {
         if secs.is_finite() && secs > 0.0 {
             self.pipe.work += secs;
@@ -1340,6 +1406,8 @@ impl Controller {
             blend: 0.0,
             blend_to: 0,
             blend_acc: 0.0,
+            note: None,
+            held: false,
         };
         // A lane for a hint's strategy starts where the configured lane is: same data.
         if let Some(base) = self.lanes.first() {
@@ -1732,6 +1800,13 @@ impl Controller {
         if !self.model.has_speed() {
             reason = Reason::Start;
         }
+        if lane.held && lane.fresh == 0 {
+            let note = lane.note.take().unwrap_or(reason);
+            let rung = lane.rung;
+            self.lanes[i] = lane;
+            return (spec(self, rung), note);
+        }
+        lane.held = false;
 
         if lane.mixing {
             let any_ok = if strategy == Strategy::Throughput {
@@ -1925,6 +2000,10 @@ impl Controller {
             }
         } else {
             (spec(self, lane.rung), reason)
+        };
+        let out = match lane.note.take() {
+            Some(note) if matches!(out.1, Reason::Hold | Reason::Start) => (out.0, note),
+            _ => out,
         };
         self.lanes[i] = lane;
         out

@@ -18,6 +18,19 @@ const LZ4_ACCELERATIONS: [i32; 11] = [50, 36, 25, 18, 12, 8, 6, 4, 3, 2, 1];
 /// levels overlap LZ4's range with slower decompression, so they are left out.
 const ZSTD_FAST_LEVELS: [i32; 4] = [-4, -3, -2, -1];
 
+/// True if `spec` codes what its match finder leaves with an entropy coder: zstd at levels 1
+/// and up (Huffman literals, FSE sequences) and xz. LZ4, LZ4HC and zstd's negative levels store
+/// literals as they are, so on data without repeats (integer and float pixels, quantised
+/// fields) they save nothing where zstd:1 saves a third: their failure says nothing about
+/// the entropy rungs (decision 0020).
+pub fn entropy_coded(spec: CodecSpec) -> bool {
+    match spec.id() {
+        CodecId::Zstd => spec.param() >= 1,
+        CodecId::Xz => true,
+        _ => false,
+    }
+}
+
 /// An ordered list of codec settings: index 0 is raw ([`CodecSpec::NONE`]), each next rung
 /// spends more effort (slower, better ratio), the last is the slowest.
 ///
@@ -40,6 +53,11 @@ impl Ladder {
         rungs.extend((1..=22).map(|l| spec(CodecId::Zstd, l)));
         rungs.extend((0..=9).map(|p| spec(CodecId::Xz, p)));
         Ladder { rungs }
+    }
+
+    /// The first rung with an entropy stage (see [`entropy_coded`]), if any.
+    pub fn first_entropy_coded(&self) -> Option<usize> {
+        self.rungs.iter().position(|&r| entropy_coded(r))
     }
 
     /// A ladder from its rungs: the first must be [`CodecSpec::NONE`], there must be at least

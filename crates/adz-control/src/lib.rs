@@ -432,5 +432,5 @@ pub use crate::controller::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};
-pub use crate::ladder::{reference, Ladder, Reference};
+pub use crate::ladder::{entropy_coded, reference, Ladder, Reference};
 pub use crate::strategy::{Link, Strategy};

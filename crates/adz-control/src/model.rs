@@ -17,7 +17,7 @@ use std::cell::RefCell;
 
 use adz_format::CodecSpec;
 
-use crate::ladder::{reference, Ladder};
+use crate::ladder::{entropy_coded, reference, Ladder};
 
 /// Clamp for logarithms of speeds in bytes/s relative to the reference (e^±16 covers
 /// 1e-7..9e6 times the reference: anything a clock can produce).
@@ -59,10 +59,14 @@ impl Residual {
 /// one, if only one side has any). The reference shape's error is taken to be locally
 /// constant, so a rung next to the current one is predicted from the current one's
 /// measurement and the shape's step between them, not from the global level alone.
-fn correction(res: &[Residual], i: usize, now: u64, halflife: f64) -> f64 {
+///
+/// Only rungs of the same `group` are neighbours (ratios: a codec without an entropy stage
+/// tells nothing of one with it; speeds: one group).
+fn correction(res: &[Residual], group: &[u8], i: usize, now: u64, halflife: f64) -> f64 {
     // Index 0 is raw and never has a correction.
-    let below = (1..i).rev().find(|&j| res[j].seen);
-    let above = (i + 1..res.len()).find(|&j| res[j].seen);
+    let g = group[i];
+    let below = (1..i).rev().find(|&j| res[j].seen && group[j] == g);
+    let above = (i + 1..res.len()).find(|&j| res[j].seen && group[j] == g);
     blend(res, i, below, above, now, halflife)
 }
 
@@ -89,8 +93,16 @@ fn blend(
     w * res[i].val + (1.0 - w) * neighbours
 }
 
-fn update(res: &mut [Residual], i: usize, e: f64, alpha: f64, now: u64, halflife: f64) {
-    let cur = correction(res, i, now, halflife);
+fn update(
+    res: &mut [Residual],
+    group: &[u8],
+    i: usize,
+    e: f64,
+    alpha: f64,
+    now: u64,
+    halflife: f64,
+) {
+    let cur = correction(res, group, i, now, halflife);
     let r = &mut res[i];
     r.val = if r.seen { cur + alpha * (e - cur) } else { e };
     r.seen = true;
@@ -127,8 +139,14 @@ pub(crate) struct Model {
     ref_llr: Vec<f64>,
     ln_h: f64,
     h_seen: bool,
-    ln_g: f64,
-    g_seen: bool,
+    /// The ratio level of each group (see [`GROUPS`]): how this data compares with the
+    /// reference's ratios at the rungs without an entropy stage and at those with one.
+    ln_g: [f64; GROUPS],
+    g_seen: [bool; GROUPS],
+    /// Each rung's ratio group.
+    ratio_group: Vec<u8>,
+    /// One group for every rung (speeds).
+    speed_group: Vec<u8>,
     speed_res: Vec<Residual>,
     ratio_res: Vec<Residual>,
     raw_ln_speed: Option<f64>,
@@ -185,26 +203,32 @@ impl Memo {
 }
 
 /// [`correction`] of every rung at once, in two passes instead of a search per rung.
-fn corrections(res: &[Residual], now: u64, halflife: f64) -> Vec<f64> {
+fn corrections(res: &[Residual], group: &[u8], now: u64, halflife: f64) -> Vec<f64> {
     let n = res.len();
     let mut below: Vec<Option<usize>> = vec![None; n];
-    let mut last = None;
+    let mut last = [None; GROUPS];
     for i in 1..n {
-        below[i] = last;
+        let g = usize::from(group[i]);
+        below[i] = last[g];
         if res[i].seen {
-            last = Some(i);
+            last[g] = Some(i);
         }
     }
     let mut out = vec![0.0; n];
-    let mut next: Option<usize> = None;
+    let mut next = [None; GROUPS];
     for i in (1..n).rev() {
-        out[i] = blend(res, i, below[i], next, now, halflife);
+        let g = usize::from(group[i]);
+        out[i] = blend(res, i, below[i], next[g], now, halflife);
         if res[i].seen {
-            next = Some(i);
+            next[g] = Some(i);
         }
     }
     out
 }
+
+/// Ratio groups: rungs without an entropy stage (0) and with one (1), see
+/// [`crate::entropy_coded`].
+const GROUPS: usize = 2;
 
 /// ln(ln(ratio)), the coordinate in which ratios scale: ln(ratio) is the "bits saved" that a
 /// harder or easier input shrinks or grows by a factor, and it stays >= 0.
@@ -225,8 +249,10 @@ impl Model {
             ref_llr: refs.iter().map(|r| llr(r.ratio)).collect(),
             ln_h: initial_level.ln(),
             h_seen: false,
-            ln_g: 0.0,
-            g_seen: false,
+            ln_g: [0.0; GROUPS],
+            g_seen: [false; GROUPS],
+            ratio_group: ladder.rungs().iter().map(|&r| u8::from(entropy_coded(r))).collect(),
+            speed_group: vec![0; ladder.len()],
             speed_res: vec![Residual::default(); ladder.len()],
             ratio_res: vec![Residual::default(); ladder.len()],
             raw_ln_speed: None,
@@ -245,7 +271,23 @@ impl Model {
 
     /// True once a compression ratio has been measured.
     pub fn has_ratio(&self) -> bool {
-        self.g_seen
+        self.g_seen.iter().any(|&s| s)
+    }
+
+    /// The ratio level of group `g`. A group not measured yet borrows the other's, except
+    /// that the entropy rungs never borrow a level below the reference's from the rungs
+    /// without one: what LZ4 cannot find says nothing of what an entropy coder finds, and a
+    /// rung never measured must not be ruled out by another codec's result.
+    fn ratio_level(&self, g: usize) -> f64 {
+        if self.g_seen[g] {
+            return self.ln_g[g];
+        }
+        let other = 1 - g;
+        match (self.g_seen[other], g) {
+            (false, _) => 0.0,
+            (true, 1) => self.ln_g[other].max(0.0),
+            (true, _) => self.ln_g[other],
+        }
     }
 
     /// Predicted per-thread speed of a rung, raw bytes/s. Rung 0 (raw) is a copy.
@@ -259,7 +301,7 @@ impl Model {
             now,
             |m| &mut m.speed,
             || {
-                let res = corrections(&self.speed_res, now, self.rates.halflife);
+                let res = corrections(&self.speed_res, &self.speed_group, now, self.rates.halflife);
                 (0..res.len()).map(|r| (self.ref_ln_speed[r] + self.ln_h + res[r]).exp()).collect()
             },
         )
@@ -276,9 +318,13 @@ impl Model {
             now,
             |m| &mut m.ratio,
             || {
-                let res = corrections(&self.ratio_res, now, self.rates.halflife);
+                let res = corrections(&self.ratio_res, &self.ratio_group, now, self.rates.halflife);
+                let level = [self.ratio_level(0), self.ratio_level(1)];
                 (0..res.len())
-                    .map(|r| (self.ref_llr[r] + self.ln_g + res[r]).exp().exp().max(1.0))
+                    .map(|r| {
+                        let g = usize::from(self.ratio_group[r]);
+                        (self.ref_llr[r] + level[g] + res[r]).exp().exp().max(1.0)
+                    })
                     .collect()
             },
         )
@@ -324,10 +370,24 @@ impl Model {
     pub fn observe_incompressible(&mut self, spec: CodecSpec, weight: f64) {
         self.memo.get_mut().clear();
         let reference = reference(spec);
-        if reference.ratio > 1.0 && self.g_seen {
+        let g = usize::from(entropy_coded(spec));
+        if reference.ratio > 1.0 && self.g_seen[g] {
             let y = (llr(1.0) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
-            self.ln_g += alpha_w(self.rates.ratio, weight) * (y - self.ln_g);
+            self.ln_g[g] += alpha_w(self.rates.ratio, weight) * (y - self.ln_g[g]);
         }
+    }
+
+    /// Rung `rung`, without an entropy stage, stored a block raw that an entropy coder may
+    /// shrink: that rung (and, until they are measured, its group's neighbours) is predicted
+    /// to save nothing, fading with age like any correction, so that it is tried again now
+    /// and then; no level moves.
+    pub fn observe_blind(&mut self, rung: usize, now: u64) {
+        self.memo.get_mut().clear();
+        let Some(&r) = self.ref_llr.get(rung).filter(|_| rung > 0) else { return };
+        let g = usize::from(self.ratio_group[rung]);
+        let e = (llr(1.0) - r - self.ratio_level(g)).clamp(-LN_CLAMP, LN_CLAMP);
+        let halflife = self.rates.halflife;
+        update(&mut self.ratio_res, &self.ratio_group, rung, e, 1.0, now, halflife);
     }
 
     pub fn observe(&mut self, s: &Sample, now: u64) {
@@ -341,7 +401,9 @@ impl Model {
         let rates = self.rates;
         let rung = s.rung.filter(|&r| r > 0 && r < self.speed_res.len());
         let reference = reference(s.spec);
-        if let Some(r) = rung.filter(|&r| Some(r) == self.last_rung && self.g_seen && !s.reset) {
+        let g =
+            rung.map_or(usize::from(entropy_coded(s.spec)), |r| usize::from(self.ratio_group[r]));
+        if let Some(r) = rung.filter(|&r| Some(r) == self.last_rung && self.g_seen[g] && !s.reset) {
             if s.ratio.is_finite() && s.ratio >= 1.0 {
                 let e = (s.ratio.ln() - self.ratio(r, now).ln()).abs();
                 self.ratio_noise += NOISE_RATE * (e - self.ratio_noise);
@@ -349,7 +411,9 @@ impl Model {
         }
         if let Some(speed) = s.speed.filter(|v| v.is_finite() && *v > 0.0) {
             let x = (speed.ln() - reference.speed.ln()).clamp(-LN_CLAMP, LN_CLAMP);
-            let res = rung.map_or(0.0, |r| correction(&self.speed_res, r, now, rates.halflife));
+            let res = rung.map_or(0.0, |r| {
+                correction(&self.speed_res, &self.speed_group, r, now, rates.halflife)
+            });
             // The error of this rung's prediction.
             let e = x - res - self.ln_h;
             let first = !self.h_seen || s.reset;
@@ -401,7 +465,15 @@ impl Model {
                     let al = if first || e >= 0.0 { a } else { a.min(ar) };
                     self.ln_h += al * e;
                     let target = res + (1.0 - al) * e;
-                    update(&mut self.speed_res, r, target, ar, now, rates.halflife);
+                    update(
+                        &mut self.speed_res,
+                        &self.speed_group,
+                        r,
+                        target,
+                        ar,
+                        now,
+                        rates.halflife,
+                    );
                 }
                 None => self.ln_h += alpha_w(alpha, s.weight) * e,
             }
@@ -410,13 +482,21 @@ impl Model {
         }
         if reference.ratio > 1.0 {
             let y = (llr(s.ratio) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
-            let res = rung.map_or(0.0, |r| correction(&self.ratio_res, r, now, rates.halflife));
-            let alpha = if !self.g_seen || s.reset { 1.0 } else { rates.ratio };
-            self.ln_g += alpha_w(alpha, s.weight) * (y - res - self.ln_g);
-            self.g_seen = true;
+            let res = rung.map_or(0.0, |r| {
+                correction(&self.ratio_res, &self.ratio_group, r, now, rates.halflife)
+            });
+            let alpha = if !self.g_seen[g] || s.reset { 1.0 } else { rates.ratio };
+            let level = self.ratio_level(g);
+            self.ln_g[g] = level + alpha_w(alpha, s.weight) * (y - res - level);
+            self.g_seen[g] = true;
+            if s.reset {
+                // After an incompressible stretch the other group starts over as well.
+                self.g_seen[1 - g] = false;
+            }
             if let Some(r) = rung {
                 let a = alpha_w(rates.residual, s.weight);
-                update(&mut self.ratio_res, r, y - self.ln_g, a, now, rates.halflife);
+                let e = y - self.ln_g[g];
+                update(&mut self.ratio_res, &self.ratio_group, r, e, a, now, rates.halflife);
             }
         }
     }
@@ -489,11 +569,18 @@ mod tests {
         for (i, val, at) in [(2, 0.3, 5), (3, -0.2, 90), (7, 0.8, 40), (11, -1.0, 99)] {
             res[i] = Residual { val, seen: true, at };
         }
-        let all = corrections(&res, 100, 16.0);
-        for (i, c) in all.iter().enumerate().skip(1) {
-            assert!((c - correction(&res, i, 100, 16.0)).abs() < 1e-12, "rung {i}");
+        // One group, and two groups interleaved (neighbours only within a group).
+        for group in [vec![0u8; 12], (0..12).map(|i| u8::from(i % 3 == 0)).collect()] {
+            let all = corrections(&res, &group, 100, 16.0);
+            for (i, c) in all.iter().enumerate().skip(1) {
+                assert!((c - correction(&res, &group, i, 100, 16.0)).abs() < 1e-12, "rung {i}");
+            }
         }
-        assert!(corrections(&[Residual::default(); 5], 3, 16.0).iter().all(|&c| c == 0.0));
+        let split: Vec<u8> = (0..12).map(|i| u8::from(i >= 6)).collect();
+        // Rung 5 has no measured neighbour in its group above it: rung 7 does not count.
+        assert!((correction(&res, &split, 5, 100, 16.0) - (-0.2)).abs() < 1e-12);
+        let zeros = [Residual::default(); 5];
+        assert!(corrections(&zeros, &[0; 5], 3, 16.0).iter().all(|&c| c == 0.0));
     }
 
     #[test]

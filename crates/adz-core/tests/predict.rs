@@ -217,11 +217,11 @@ fn a_faster_rung_is_measured_only_where_the_fastest_candidate_cannot_fill_the_li
     let (l25, l1) = (fast.estimate(spec("lz4:25")).unwrap(), fast.estimate(spec("lz4:1")).unwrap());
     assert!(l25.ratio > 1.2 && l25.ratio < l1.ratio, "{l25:?} {l1:?}");
     // With no time budget at all, it is one of the three rungs measured whatever the budget,
-    // in zstd:1's place: where lz4:1 cannot fill the link, zstd:1 (slower) cannot either.
+    // and zstd:1 is measured as well: the first rung with an entropy stage always is (issue 22).
     let cfg = PredictConfig { threads: 2, max_budget_seconds: 0.0, ..PredictConfig::default() };
     let tight = Predictor::new(cfg).predict(&sample, Strategy::Throughput, Some(100e9)).unwrap();
     let measured: Vec<CodecSpec> = tight.rungs.iter().map(|r| r.spec).collect();
-    assert_eq!(measured, ["lz4:25", "lz4:1", "zstd:-1"].map(spec), "{tight:?}");
+    assert_eq!(measured, ["lz4:25", "lz4:1", "zstd:-1", "zstd:1"].map(spec), "{tight:?}");
     // Turned off.
     let mut cfg = p.config().clone();
     cfg.fast_rungs.clear();
@@ -789,4 +789,63 @@ fn the_pipeline_costs_are_the_ones_measured_on_the_sample() {
         assert_eq!((q.path_cost, q.serial_cost), (PATH_COST, SERIAL_COST));
         assert!(q.time_raw.unwrap() < raw / 4.0, "{:?} against {raw}", q.time_raw);
     }
+}
+
+/// 16-bit image pixels with sky noise, big-endian as in FITS: LZ4 and zstd's negative levels
+/// find no repeats, zstd:1's entropy stage saves about a third.
+fn pixels(len: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed;
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (s >> 40) as u32 & 0xff
+    };
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        // A sum of four uniform bytes: a bell around 1000 + 510 with a spread of about 150.
+        let v = 1000 + next() + next() + next() + next();
+        // Big-endian, as FITS stores its pixels.
+        out.extend_from_slice(&[(v >> 8) as u8, v as u8]);
+    }
+    out.truncate(len);
+    out
+}
+
+/// Issue 22: every sample measures a rung with an entropy stage, with the default candidates
+/// and a tight budget (a 64 MiB write through 1200 MB/s) or data the heuristic calls redundant;
+/// LZ4-blind data is then never predicted incompressible.
+#[test]
+fn every_sample_measures_an_entropy_rung() {
+    let data = pixels(32 << 20, 5);
+    let sample = Sample::from_slice(&data, &SampleConfig::default());
+    for link in [117e6, 1200e6, 6000e6] {
+        let mut p = Predictor::new(PredictConfig { threads: 2, ..PredictConfig::default() });
+        let pred = p.predict(&sample, Strategy::Throughput, Some(link)).unwrap();
+        let measured: Vec<String> = pred.rungs.iter().map(|r| r.spec.to_string()).collect();
+        eprintln!("pixels at {} MB/s: measured {measured:?}, start {}", link / 1e6, pred.start);
+        assert!(
+            pred.rungs.iter().any(|r| adz_core::control::entropy_coded(r.spec)),
+            "{measured:?}"
+        );
+        assert!(!pred.incompressible, "{measured:?}");
+        let zstd1 = pred.estimate(spec("zstd:1")).expect("zstd:1 measured");
+        assert!(zstd1.ratio > 1.2, "zstd:1 ratio {}", zstd1.ratio);
+        if link == 117e6 {
+            assert!(adz_core::control::entropy_coded(pred.start), "start {}", pred.start);
+        }
+    }
+    // Few distinct byte values in random order: every slice sparse, so "redundant".
+    let mut s = 9u64;
+    let sparse: Vec<u8> = (0..(16 << 20))
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 59) as u8).min(5)
+        })
+        .collect();
+    let sample = Sample::from_slice(&sparse, &SampleConfig::default());
+    let mut p = predictor(2, &["lz4:1", "zstd:-1", "zstd:1", "zstd:3", "zstd:6"]);
+    let pred = p.predict(&sample, Strategy::Throughput, Some(117e6)).unwrap();
+    assert_eq!(pred.heuristic.class, Compressibility::Redundant, "{:?}", pred.heuristic);
+    let measured: Vec<CodecSpec> = pred.rungs.iter().map(|r| r.spec).collect();
+    assert!(measured.contains(&spec("zstd:1")), "{measured:?}");
+    assert_eq!(pred.skipped, [spec("zstd:3"), spec("zstd:6")]);
 }

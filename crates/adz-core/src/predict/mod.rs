@@ -34,7 +34,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use adz_codec::max_compressed_len;
-use adz_control::{reference, Ladder, Strategy};
+use adz_control::{entropy_coded, reference, Ladder, Strategy};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
 
@@ -464,8 +464,17 @@ impl Predictor {
         match heuristic.class {
             _ if sample_used.is_empty() => skipped = std::mem::take(&mut candidates),
             Compressibility::Random => skipped = std::mem::take(&mut candidates),
-            // The ratio is not in doubt, only the speed: the fastest rungs answer that.
-            Compressibility::Redundant => skipped = candidates.split_off(candidates.len().min(2)),
+            // The ratio is not in doubt, only the speed: the fastest rungs answer that, and
+            // the first with an entropy stage (repeats are not all a sample can have: a sparse
+            // image's pixels are few distinct values that only an entropy coder shrinks).
+            Compressibility::Redundant => {
+                skipped = candidates.split_off(candidates.len().min(2));
+                if !candidates.iter().any(|&c| entropy_coded(c)) {
+                    if let Some(i) = skipped.iter().position(|&c| entropy_coded(c)) {
+                        candidates.push(skipped.remove(i));
+                    }
+                }
+            }
             Compressibility::Unknown => {}
         }
 
@@ -500,7 +509,10 @@ impl Predictor {
         while let Some(spec) = queue.pop_front() {
             let cost = measured_bytes as f64 / (reference(spec).speed * codec_level(spec, &rungs));
             let spent = looked + t0.elapsed().as_secs_f64();
-            let guaranteed = measured < MIN_RUNGS;
+            // And the first rung with an entropy stage: LZ4 and zstd's negative levels store
+            // integer and float pixels raw where zstd:1 saves a third (decision 0020).
+            let guaranteed = measured < MIN_RUNGS
+                || (entropy_coded(spec) && !rungs.iter().any(|r| entropy_coded(r.spec)));
             if rungs.iter().any(|r| r.spec == spec) {
                 continue;
             }
