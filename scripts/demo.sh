@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: write generated data through a simulated 1GbE link (117 MB/s) with adz's
+# The main job: write generated data through simulated 1GbE and 10GbE links with adz's
 # adaptive throughput strategy (S1), and compare it with writing raw and with a static codec
 # through the same link: ratio, time and speedup. Then read the file back and check it.
 set -euo pipefail
@@ -8,7 +8,7 @@ ADZ=target/release/adz
 GEN=target/release/adz-datagen
 CACHE=${CACHE:-.cache}
 SIZE=${DEMO_BYTES:-524288000}     # 500 MiB: long enough for the controller to settle
-LINK=${DEMO_LINK:-1GbE}
+LINKS=${DEMO_LINKS:-1GbE 10GbE}
 dir="$CACHE/demo"
 mkdir -p "$dir"
 data="$dir/mixed-$SIZE.bin"
@@ -19,27 +19,28 @@ if [ ! -f "$data" ]; then
 fi
 cat "$data" > /dev/null   # warm the page cache: measure the link, not the input disk
 
-echo "== writing $(( SIZE / 1048576 )) MiB through a simulated $LINK link (--throttle $LINK)"
 declare -A secs ratio
-for cfg in static=none static=zstd:3 throughput; do
-    out="$dir/out.$cfg.adz"
-    log="$dir/out.$cfg.log"
-    "$ADZ" compress --force --strategy "$cfg" --throttle "$LINK" --trace "$dir/trace.$cfg.jsonl" \
-        "$data" "$out" 2> "$log"
-    secs[$cfg]=$(sed -nE 's/.* ([0-9.]+) s, [0-9.]+ MB\/s$/\1/p' "$log" | head -1)
-    ratio[$cfg]=$(sed -nE 's/.*ratio ([0-9.]+),.*/\1/p' "$log" | head -1)
+for link in $LINKS; do
+    echo "== writing $(( SIZE / 1048576 )) MiB through a simulated $link link (--throttle $link)"
+    for cfg in static=none static=zstd:3 throughput; do
+        out="$dir/out.$cfg.adz"
+        log="$dir/out.$cfg.$link.log"
+        "$ADZ" compress --force --strategy "$cfg" --throttle "$link" \
+            --trace "$dir/trace.$cfg.$link.jsonl" "$data" "$out" 2> "$log"
+        secs[$cfg]=$(sed -nE 's/.* ([0-9.]+) s, [0-9.]+ MB\/s$/\1/p' "$log" | head -1)
+        ratio[$cfg]=$(sed -nE 's/.*ratio ([0-9.]+),.*/\1/p' "$log" | head -1)
+    done
+    echo
+    printf '  %-16s %8s %9s %10s\n' strategy ratio "time s" "speedup"
+    for cfg in static=none static=zstd:3 throughput; do
+        awk -v c="$cfg" -v r="${ratio[$cfg]}" -v s="${secs[$cfg]}" -v raw="${secs[static=none]}" \
+            'BEGIN { printf "  %-16s %8.3f %9.2f %9.2fx\n", c, r, s, raw / s }'
+    done
+    awk -v s1="${secs[throughput]}" -v z="${secs[static=zstd:3]}" -v l="$link" \
+        'BEGIN { printf "  at %s S1 took %.2f of static zstd:3'"'"'s time (%s)\n\n", l, s1 / z, s1 <= z ? "S1 ahead" : "zstd:3 ahead" }'
 done
-
-echo
-printf '  %-16s %8s %9s %10s\n' strategy ratio "time s" "speedup"
-for cfg in static=none static=zstd:3 throughput; do
-    awk -v c="$cfg" -v r="${ratio[$cfg]}" -v s="${secs[$cfg]}" -v raw="${secs[static=none]}" \
-        'BEGIN { printf "  %-16s %8.3f %9.2f %9.2fx\n", c, r, s, raw / s }'
-done
-echo
 echo "  speedup: time of the raw write divided by the time of this write, same link, same data."
-echo "  What S1 chose, block by block: $dir/trace.throughput.jsonl"
-sed -n '2p' "$dir/out.throughput.log"
+echo "  What S1 chose, block by block: $dir/trace.throughput.<link>.jsonl"
 
 echo
 echo "== adz inspect (throughput)"
