@@ -59,7 +59,7 @@ summary() { grep -Eo 'ratio [0-9.]+|link [0-9.]+ [MG]B/s \([a-z]+\)' "$1" | past
 since() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
 
 # 1. The shaping holds: 48 MiB sent raw arrive no faster than the token bucket lets them.
-inside bash -c 'head -c 48M /dev/zero | socat -u - "TCP:$ADZ_SINK_ADDR"'
+inside bash -c 'head -c 48M /dev/zero | socat -b 1048576 -u - "TCP:$ADZ_SINK_ADDR"'
 raw_mb="$(sink_field 1 mb_per_s)"
 log "raw TCP stream: $raw_mb MB/s received over a link shaped to $rate_mb MB/s"
 python3 -c "import sys; sys.exit(not float(sys.argv[1]) <= 1.10 * float(sys.argv[2]))" "$raw_mb" "$rate_mb" ||
@@ -81,7 +81,7 @@ cmp "$state/in" "$state/out.s3" || fail "the object read back from S3 differs fr
 
 # 3. stdout through socat into the sink.
 t="$(now)"
-inside bash -c '"$0" compress -s throughput --link auto - - <"$1" | socat -u - "TCP:$ADZ_SINK_ADDR"' \
+inside bash -c '"$0" compress -s throughput --link auto - - <"$1" | socat -b 1048576 -u - "TCP:$ADZ_SINK_ADDR"' \
     "$ADZ" "$state/in" 2>"$state/tcp.log" || {
     cat "$state/tcp.log" >&2
     fail "adz compress through socat into the TCP sink"
