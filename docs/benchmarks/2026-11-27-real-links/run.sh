@@ -67,7 +67,11 @@ declare -A conns link_mb
 for r in $RATES; do
     "$NETLINK" start "$base/$r" --rate "$r" --sink discard
     # shellcheck disable=SC1091,SC1090
-    link_mb[$r]="$(. "$base/$r/env" && echo "$((ADZ_LINK_BYTES_PER_S / 1000000))")"
+    link_mb[$r]="$(. "$base/$r/env" && echo "$((${ADZ_LINK_BYTES_PER_S:-0} / 1000000))")"
+    [[ "${link_mb[$r]}" -gt 0 ]] || {
+        echo "run.sh: rate $r is not shaped; the *-given tools need a shaped rate" >&2
+        exit 2
+    }
     conns[$r]=0
 done
 
