@@ -5,7 +5,7 @@ CACHE ?= $(CURDIR)/.cache
 FUZZ_SECONDS ?= 30
 
 .PHONY: all build demo test deps fmt-check clippy unit fuzz-smoke bench clean
-.PHONY: s3-test
+.PHONY: s3-test netlink-test
 .PHONY: evaluate evaluate-quick
 .PHONY: python-test c-test header
 
@@ -20,7 +20,7 @@ demo: build
 
 ## make test: install what is missing, then run every test: format, lints, unit, property,
 ## integration and CLI tests, and a short fuzz run of the decoder.
-test: deps fmt-check clippy unit s3-test python-test c-test fuzz-smoke
+test: deps fmt-check clippy unit s3-test netlink-test python-test c-test fuzz-smoke
 
 deps:
 	scripts/deps.sh
@@ -45,6 +45,13 @@ s3-test:
 	CACHE="$(CACHE)" scripts/minio.sh start "$$state" && \
 	. "$$state/env" && export ADZ_REQUIRE_S3=1 && \
 	$(CARGO) test --workspace --test s3
+
+## make netlink-test: S3 and TCP round trips of adz over a real TCP link shaped to 1gbit, in a
+## network namespace of its own with MinIO and a TCP sink inside (scripts/netlink.sh,
+## docs/REAL-LINKS.md). Needs root; fails where it cannot run unless ADZ_NETLINK_OPTIONAL=1.
+netlink-test:
+	CARGO="$(CARGO)" CACHE="$(CACHE)" scripts/netlink-test.sh
+
 ## make python-test: build the Python module (with the feature s3) with maturin in .cache/venv,
 ## start MinIO on 127.0.0.1 for its S3 tests (stopped even if they fail), run its pytest suite.
 python-test:

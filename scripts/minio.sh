@@ -11,7 +11,9 @@
 #   scripts/minio.sh kill STATE_DIR   kill it as a crash would (SIGKILL), keeping its data
 #   scripts/minio.sh restart STATE_DIR  start it again on the same port and data
 #
-# Nothing listens beyond 127.0.0.1. Every wait is bounded.
+# Nothing listens beyond 127.0.0.1. Every wait is bounded. With NETNS=NAME set, the server, its
+# port probe and its health checks run inside that network namespace (`ip netns exec`), so its
+# 127.0.0.1 is the namespace's own loopback (scripts/netlink.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,6 +24,11 @@ SECRET_KEY="${ADZ_MINIO_PASSWORD:-adz-test-password}"
 BUCKET="${ADZ_S3_BUCKET:-adz-test}"
 
 log() { echo "minio.sh: $*" >&2; }
+
+# The prefix that runs a command in $NETNS when it is set; `ip netns exec` execs the command, so
+# $! stays the server's pid.
+NSX=()
+if [[ -n "${NETNS:-}" ]]; then NSX=(ip netns exec "$NETNS"); fi
 
 install() {
     if [[ -x "$MINIO" ]]; then
@@ -46,12 +53,12 @@ launch() {
     data="$(cat "$state/data")"
     MINIO_ROOT_USER="$ACCESS_KEY" MINIO_ROOT_PASSWORD="$SECRET_KEY" \
         MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CI_CD=1 \
-        "$MINIO" server --quiet --address "127.0.0.1:$port" \
+        "${NSX[@]}" "$MINIO" server --quiet --address "127.0.0.1:$port" \
         --console-address "127.0.0.1:$console" "$data" >>"$state/minio.log" 2>&1 &
     echo $! >"$state/pid"
     local i
     for i in $(seq 1 120); do
-        if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/minio/health/live" 2>/dev/null; then
+        if "${NSX[@]}" curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/minio/health/live" 2>/dev/null; then
             return 0
         fi
         kill -0 "$(cat "$state/pid")" 2>/dev/null || return 1
@@ -61,7 +68,7 @@ launch() {
 }
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+    "${NSX[@]}" python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
 start() {
@@ -93,7 +100,7 @@ start() {
     fi
     # Create the bucket with a signed PUT (curl speaks AWS SigV4).
     local code
-    code="$(curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
+    code="$("${NSX[@]}" curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
         --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
         "$endpoint/$BUCKET")"
     if [[ "$code" != 200 && "$code" != 409 ]]; then
