@@ -557,8 +557,9 @@ const PIPE_TRUSTED: f64 = 1.25;
 
 /// Prediction of the reference table when nothing has been measured: assume the machine is
 /// half as fast as the reference, because starting too slow costs time and starting too fast
-/// only costs a little ratio on the first blocks.
-const INITIAL_LEVEL: f64 = 0.5;
+/// only costs a little ratio on the first blocks. The predictor guesses unmeasured rungs'
+/// costs with it too.
+pub const INITIAL_LEVEL: f64 = 0.5;
 
 /// How far below the target a rung that has never been measured may be predicted and still be
 /// tried, one rung at a time, when the current rung has headroom: the reference shape's
@@ -2012,13 +2013,7 @@ impl Controller {
 
 /// Target aggregate compression speed (raw bytes/s) for a strategy at a link speed and ratio.
 fn target(strategy: Strategy, link: f64, ratio: f64) -> f64 {
-    match strategy {
-        Strategy::Throughput => link * ratio.max(1.0),
-        Strategy::Prolong(f) if f.is_finite() && f > 0.0 => link / f,
-        Strategy::KeepPace | Strategy::Prolong(_) => link,
-        // No speed target: any speed is enough.
-        _ => 0.0,
-    }
+    strategy.target_speed(link, ratio)
 }
 
 /// The filters of the last `filters=` hint (range hints come after file hints, so a range's

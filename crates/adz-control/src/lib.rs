@@ -428,7 +428,7 @@ pub use crate::classed::{s1_plan, ClassedController, S1Plan, MAX_CLASSES};
 pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,
-    SinkMeasurement, Status,
+    SinkMeasurement, Status, INITIAL_LEVEL,
 };
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};

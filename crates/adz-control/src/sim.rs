@@ -37,7 +37,7 @@ use crate::hint::Hint;
 use crate::ladder::{reference, Ladder};
 
 /// Frame header bytes the writer sends with every block (docs/FORMAT.md).
-const FRAME_HEADER: u64 = 48;
+const FRAME_HEADER: u64 = adz_format::FRAME_HEADER_LEN as u64;
 
 /// One thread's performance of a codec setting on some data.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -42,6 +42,34 @@ impl Strategy {
     pub fn is_adaptive(self) -> bool {
         matches!(self, Strategy::Throughput | Strategy::KeepPace | Strategy::Prolong(_))
     }
+
+    /// How many times the raw write's time S2 (1) and S3 (F) give a write; None for the
+    /// others (S1 minimises the time, archive and static have no target). An F that is not
+    /// a number of at least 1 counts as 1.
+    pub fn slowdown(self) -> Option<f64> {
+        match self {
+            Strategy::KeepPace => Some(1.0),
+            Strategy::Prolong(f) => Some(if f.is_finite() { f.max(1.0) } else { 1.0 }),
+            _ => None,
+        }
+    }
+
+    /// The aggregate compression speed (raw bytes/s) the strategy aims at through a link of
+    /// `link` bytes/s, for data of ratio `ratio`: S1 `link x ratio`, S2 `link`, S3 `link / F`;
+    /// 0 for archive and static (any speed will do). The one definition the controller, the
+    /// predictor and the tests use.
+    pub fn target_speed(self, link: f64, ratio: f64) -> f64 {
+        match self {
+            Strategy::Throughput => link * ratio.max(1.0),
+            s => s.slowdown().map_or(0.0, |f| link / f),
+        }
+    }
+
+    /// The time S2 and S3 give a write whose raw bytes take `raw_time` through the link: `raw_time`
+    /// and `F x raw_time`; None for the others.
+    pub fn target_time(self, raw_time: f64) -> Option<f64> {
+        self.slowdown().map(|f| raw_time * f)
+    }
 }
 
 impl fmt::Display for Strategy {

@@ -310,10 +310,9 @@ pub fn choose(
             .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.total_cmp(&a.1)))
             .map(|x| x.0)
     };
-    match strategy {
-        Strategy::KeepPace => best_ratio_within(raw),
-        Strategy::Prolong(f) => best_ratio_within(raw * f.max(1.0)),
-        _ => {
+    match strategy.target_time(raw) {
+        Some(limit) => best_ratio_within(limit),
+        None => {
             let fastest = ok.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
             if fastest >= raw {
                 return None;
@@ -334,11 +333,7 @@ pub fn time_of(model: &WriteModel, rungs: &[RungPerf], choice: Option<usize>, li
 /// The time S2 and S3 aim the write at: `T_raw` for keep-pace, `F x T_raw` for prolong=F;
 /// None for the other strategies (S1 has no time target, it minimises the time).
 pub fn target_time(strategy: Strategy, model: &WriteModel, link: f64) -> Option<f64> {
-    match strategy {
-        Strategy::KeepPace => Some(model.time_raw(link)),
-        Strategy::Prolong(f) => Some(model.time_raw(link) * f.max(1.0)),
-        _ => None,
-    }
+    strategy.target_time(model.time_raw(link))
 }
 
 /// The write's predicted time under `strategy` with the option `choice`: its time, and for
@@ -421,11 +416,7 @@ pub fn minimax_regret(
             .filter(|&i| saves(rungs[i], keep_threshold) && rungs[i].speed > 0.0)
             .map(Some),
     );
-    let bound = match strategy {
-        Strategy::KeepPace => Some(1.0),
-        Strategy::Prolong(f) => Some(f.max(1.0)),
-        _ => None,
-    };
+    let bound = strategy.slowdown();
     let ratio_of = |o: Option<usize>| o.map_or(1.0, |i| rungs[i].ratio.max(1.0));
     let regret = |o: Option<usize>, link: f64| -> f64 {
         let t = time_of(model, rungs, o, link);

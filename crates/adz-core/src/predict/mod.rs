@@ -34,7 +34,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use adz_codec::max_compressed_len;
-use adz_control::{entropy_coded, reference, Ladder, Strategy};
+use adz_control::{entropy_coded, reference, Ladder, Strategy, INITIAL_LEVEL};
 use adz_format::{CodecId, CodecSpec, Filters, FRAME_HEADER_LEN};
 use serde::{Serialize, Serializer};
 
@@ -48,10 +48,6 @@ use crate::{Error, FrameEncoder, Result};
 
 /// The link the time budget is reckoned against when the link is unknown: 10GbE.
 pub const BUDGET_LINK: f64 = 1200e6;
-
-/// What the controller assumes of an unmeasured machine (its `INITIAL_LEVEL`): half the
-/// reference table's speed. Used to guess what a rung not yet measured will cost.
-const INITIAL_LEVEL: f64 = 0.5;
 
 /// How many ladder steps past the costliest measured rung (the furthest down the ladder) an
 /// S2/S3 start may be extrapolated, along that rung's codec only (see [`Predictor::predict`]).
