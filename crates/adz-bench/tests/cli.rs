@@ -292,6 +292,7 @@ fn bad_arguments_are_refused() {
             dir.path().to_str().unwrap(),
         ],
         &["report", "/nonexistent.csv"],
+        &["datasets", "--real", "--datasets", "text"],
     ] {
         let out = bench(args);
         assert!(!out.status.success(), "{args:?} succeeded");
@@ -305,6 +306,9 @@ fn estimate_runs_nothing_and_states_the_time() {
     assert!(s.contains("estimated run time"), "{s}");
     assert!(s.contains("48 static rungs"), "{s}");
     assert!(s.contains("async adz rows: the median of 3 runs each"), "{s}");
+    // --real plans the real corpus (an estimate builds and downloads nothing).
+    let real = String::from_utf8(ok(&["run", "--estimate", "--real", "-T", "2"]).stdout).unwrap();
+    assert!(real.contains(" 8 datasets x 3 links"), "{real}");
     let quick = String::from_utf8(ok(&["run", "--estimate", "--quick", "-T", "2"]).stdout).unwrap();
     assert!(!quick.contains("median"), "{quick}");
 }
