@@ -122,6 +122,13 @@ pub fn summary_line(s: &WriteSummary) {
             s.predict_bytes
         );
     }
+    if s.shadows > 0 {
+        eprintln!(
+            "  shadow compression: {} slices measured at other rungs, {:.1} % of the compression CPU",
+            s.shadows,
+            s.shadow_share * 100.0
+        );
+    }
 }
 
 struct Check {

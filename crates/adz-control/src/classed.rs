@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
-    SinkMeasurement, Status,
+    ShadowMeasurement, SinkMeasurement, Status,
 };
 
 /// At most this many classes get their own controller; higher class numbers share the last.
@@ -379,6 +379,13 @@ impl Control for ClassedController {
     /// The status of the controller that decided the last block.
     fn status(&self) -> Status {
         self.inner[self.last_class].as_ref().unwrap_or_else(|| self.primary()).status()
+    }
+
+    fn record_shadow(&mut self, m: &ShadowMeasurement) {
+        // Before the block's own measurement, which ends its entry.
+        let Some(&(class, d)) = self.in_flight.get(&m.decision.seq) else { return };
+        let m = ShadowMeasurement { decision: d, ..*m };
+        self.get(class).record_shadow(&m);
     }
 }
 

@@ -87,6 +87,9 @@ pub struct ControllerConfig {
     /// [`SinkMeasurement::cpu`] it says how much CPU is left for compression while the link
     /// is the bottleneck (see [`Controller::pipeline_raw_speed`]).
     pub cpus: usize,
+    /// Shadow compression ([`Decision::shadow`]) may cost at most this share of the CPU the
+    /// blocks' own compression took; 0 turns it off. Default 0.03.
+    pub shadow_share: f64,
 }
 
 impl ControllerConfig {
@@ -116,6 +119,7 @@ impl ControllerConfig {
             throughput_margin: 0.05,
             schedule_blocks: 8.0,
             cpus: 0,
+            shadow_share: SHADOW_SHARE,
         }
     }
 
@@ -210,6 +214,43 @@ pub struct Decision {
     /// The block's number: 0, 1, 2, ... in `next_block` order. Lets the controller tell a
     /// late measurement from a fresh one.
     pub seq: u64,
+    /// Shadow compression: also compress [`SHADOW_BYTES`] of this block with this rung and
+    /// with `codec`, and report both ([`Control::record_shadow`]), so that the controller keeps
+    /// learning rungs it does not use. None: no shadow.
+    pub shadow: Option<CodecSpec>,
+}
+
+/// Bytes of a block a shadow measurement compresses (its middle, or all of a shorter block).
+pub const SHADOW_BYTES: usize = 64 << 10;
+
+/// The default [`ControllerConfig::shadow_share`]: Blosc2's tuner and issue 22 bound the cost
+/// of learning at a few per cent of the compression work.
+const SHADOW_SHARE: f64 = 0.03;
+
+/// A rung is shadowed again once it has not been measured for this many attempts.
+const SHADOW_AGE: u64 = 64;
+
+/// Where the shadow candidates lie from the current rung, in the order they are looked at:
+/// more effort first (ratio the strategy may be missing), then less.
+const SHADOW_OFFSETS: [isize; 6] = [1, 2, -1, 3, -2, 4];
+
+/// What a worker measured for a block's shadow ([`Decision::shadow`]): the same slice
+/// compressed with the block's own codec and with the shadow rung, so that the two compare on
+/// the same bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShadowMeasurement {
+    /// The block's decision, as `next_block` returned it.
+    pub decision: Decision,
+    /// Raw bytes of the slice.
+    pub raw_len: u64,
+    /// The slice compressed with the block's codec: stored bytes and CPU time.
+    pub base_stored: u64,
+    /// CPU time of that compression.
+    pub base_cpu: Duration,
+    /// The slice compressed with the shadow rung: stored bytes.
+    pub stored: u64,
+    /// CPU time of that compression.
+    pub cpu: Duration,
 }
 
 /// Measured after compressing one block (by a worker).
@@ -304,6 +345,10 @@ pub struct Status {
     pub cpu_share: Option<f64>,
     /// Blocks decided so far.
     pub blocks: u64,
+    /// Shadow measurements made ([`Decision::shadow`]).
+    pub shadows: u64,
+    /// Their CPU time over the CPU time of the blocks' own compression.
+    pub shadow_share: f64,
 }
 
 impl fmt::Display for Status {
@@ -436,6 +481,9 @@ pub trait Control {
     fn keep_threshold(&self) -> f64;
     /// The current state, for progress and traces.
     fn status(&self) -> Status;
+    /// What a worker measured for a block's shadow (call it before that block's
+    /// `record_block`).
+    fn record_shadow(&mut self, m: &ShadowMeasurement);
 }
 
 impl Control for Controller {
@@ -453,6 +501,9 @@ impl Control for Controller {
     }
     fn status(&self) -> Status {
         Controller::status(self)
+    }
+    fn record_shadow(&mut self, m: &ShadowMeasurement) {
+        Controller::record_shadow(self, m)
     }
 }
 
@@ -512,6 +563,13 @@ pub struct Controller {
     class: u8,
     /// The latest block a rung with an entropy stage stored raw.
     entropy_failed: Option<u64>,
+    /// Shadow compression (see [`Decision::shadow`]): CPU seconds spent on shadows and on
+    /// blocks, the block whose shadow is awaited, the next candidate to look at, shadows made.
+    shadow_cpu: f64,
+    block_cpu: f64,
+    shadow_pending: Option<u64>,
+    shadow_turn: usize,
+    shadows: u64,
 }
 
 /// What the sink saw of the pipeline's pace, smoothed over the last few writes (each sum
@@ -684,6 +742,11 @@ impl Controller {
             serial_prior: None,
             class: 0,
             entropy_failed: None,
+            shadow_cpu: 0.0,
+            block_cpu: 0.0,
+            shadow_pending: None,
+            shadow_turn: 0,
+            shadows: 0,
             cfg,
         }
     }
@@ -835,7 +898,13 @@ impl Controller {
         let seq = self.seq;
         self.seq += 1;
         self.class = ctx.class;
-        let raw = |reason| Decision { codec: CodecSpec::NONE, filters: Filters::NONE, reason, seq };
+        let raw = |reason| Decision {
+            codec: CodecSpec::NONE,
+            filters: Filters::NONE,
+            reason,
+            seq,
+            shadow: None,
+        };
         if ctx.hints.contains(&Hint::NoCompress) {
             return raw(Reason::HintNoCompress);
         }
@@ -863,7 +932,7 @@ impl Controller {
                 let next = self.cfg.probe_rungs[p.turn % self.cfg.probe_rungs.len()];
                 p.next_due = seq + p.interval.max(probe_pace(&self.probe_costs, next));
                 self.attempt(seq);
-                return Decision { codec, filters, reason: Reason::Probe, seq };
+                return Decision { codec, filters, reason: Reason::Probe, seq, shadow: None };
             }
             return raw(Reason::Incompressible);
         }
@@ -883,12 +952,13 @@ impl Controller {
             // codec a shuffle would only scramble it.
             let explicit = ctx.hints.iter().any(|h| matches!(h, Hint::Filters(_)));
             if reason == Reason::Static && explicit && !filters.is_empty() {
-                return Decision { codec, filters, reason, seq };
+                return Decision { codec, filters, reason, seq, shadow: None };
             }
             return raw(reason);
         }
         self.attempt(seq);
-        Decision { codec, filters, reason, seq }
+        let shadow = if strategy.is_adaptive() { self.pick_shadow(codec, seq) } else { None };
+        Decision { codec, filters, reason, seq, shadow }
     }
 
     /// What a worker measured for one block. Measurements may arrive out of order and several
@@ -921,6 +991,7 @@ impl Controller {
             return;
         }
         self.outstanding = self.outstanding.saturating_sub(1);
+        self.block_cpu += if cpu > 0.0 { cpu } else { wall };
         if let Some(s) = speed {
             self.note_work(m.raw_len as f64 / s, m.cpu.as_secs_f64());
         }
@@ -1149,6 +1220,73 @@ impl Controller {
         }
     }
 
+    /// The rung to shadow on block `seq`, compressed at `codec`: one shadow at a time, while
+    /// shadows have cost at most `shadow_share` of the blocks' CPU; the first rung with an
+    /// entropy stage, then the nearest rungs around the current one (more effort first) that
+    /// were never measured or not for [`SHADOW_AGE`] attempts.
+    fn pick_shadow(&mut self, codec: CodecSpec, seq: u64) -> Option<CodecSpec> {
+        if self.probe.is_some() || self.shadow_pending.is_some() || self.cfg.shadow_share <= 0.0 {
+            return None;
+        }
+        let cur = self.cfg.ladder.position(codec)?;
+        let n = self.cfg.ladder.len() as isize;
+        let now = self.clock;
+        let mut cands: Vec<usize> = SHADOW_OFFSETS
+            .iter()
+            .map(|&o| cur as isize + o)
+            .filter(|&r| r >= 1 && r < n)
+            .map(|r| r as usize)
+            .collect();
+        if let Some(e) = self.cfg.ladder.first_entropy_coded().filter(|&e| e > cur) {
+            cands.retain(|&r| r != e);
+            cands.insert(0, e);
+        }
+        let budget = self.cfg.shadow_share * self.block_cpu - self.shadow_cpu;
+        let slice = SHADOW_BYTES as f64;
+        let cost = |r: usize| slice / self.model.speed(r, now).max(1.0);
+        let k = cands.len();
+        for i in 0..k {
+            let r = cands[(self.shadow_turn + i) % k];
+            if self.model.age(r, now).is_some_and(|a| a <= SHADOW_AGE) {
+                continue;
+            }
+            if cost(r) + cost(cur) > budget {
+                return None;
+            }
+            self.shadow_turn = (self.shadow_turn + i + 1) % k;
+            self.shadow_pending = Some(seq);
+            return self.cfg.ladder.get(r);
+        }
+        None
+    }
+
+    /// What a worker measured for a block's shadow: the shadow rung's ratio and speed relative
+    /// to the block's own codec on the same slice, which the model takes as that rung's
+    /// measurement.
+    pub fn record_shadow(&mut self, m: &ShadowMeasurement) {
+        let d = m.decision;
+        if self.shadow_pending == Some(d.seq) {
+            self.shadow_pending = None;
+        }
+        let (base_cpu, cpu) = (m.base_cpu.as_secs_f64(), m.cpu.as_secs_f64());
+        self.shadow_cpu += base_cpu + cpu;
+        self.shadows += 1;
+        let ladder = &self.cfg.ladder;
+        let (Some(spec), Some(base)) = (d.shadow, ladder.position(d.codec)) else { return };
+        let Some(r) = ladder.position(spec).filter(|_| m.raw_len > 0) else { return };
+        let raw = m.raw_len as f64;
+        let ratio = |stored: u64| raw / (stored as f64).clamp(1.0, raw);
+        let faster = (base_cpu > 0.0 && cpu > 0.0).then(|| base_cpu / cpu);
+        let shadow = crate::model::Shadow {
+            base,
+            rung: r,
+            base_ratio: ratio(m.base_stored),
+            ratio: ratio(m.stored),
+            faster,
+        };
+        self.model.observe_shadow(&shadow, self.clock);
+    }
+
     pub(crate) fn note_work(&mut self, secs: f64, cpu: f64) {
         if secs.is_finite() && secs > 0.0 {
             self.pipe.work += secs;
@@ -1317,6 +1455,8 @@ impl Controller {
             link,
             cpu_share: self.stretch.map(|s| 1.0 / s),
             blocks: self.seq,
+            shadows: self.shadows,
+            shadow_share: if self.block_cpu > 0.0 { self.shadow_cpu / self.block_cpu } else { 0.0 },
         };
         let rung = match strategy {
             Strategy::Static(c) => self.cfg.ladder.position(c).ok_or(c),

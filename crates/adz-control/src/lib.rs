@@ -428,7 +428,7 @@ pub use crate::classed::{s1_plan, ClassedController, S1Plan, MAX_CLASSES};
 pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,
-    SinkMeasurement, Status, INITIAL_LEVEL,
+    ShadowMeasurement, SinkMeasurement, Status, INITIAL_LEVEL, SHADOW_BYTES,
 };
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};

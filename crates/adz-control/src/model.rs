@@ -109,6 +109,18 @@ fn update(
     r.at = now;
 }
 
+/// A shadow measurement ([`crate::ShadowMeasurement`]), reduced to what the model needs:
+/// rung `rung` and rung `base` compressed the same slice.
+pub(crate) struct Shadow {
+    pub base: usize,
+    pub rung: usize,
+    /// Each rung's ratio on the slice (>= 1).
+    pub base_ratio: f64,
+    pub ratio: f64,
+    /// How many times faster `rung` compressed the slice than `base` (None: not timed).
+    pub faster: Option<f64>,
+}
+
 /// Learning rates of the model.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Rates {
@@ -334,6 +346,47 @@ impl Model {
     /// after it was measured, fading with age; 0 if it never was.
     pub fn confidence(&self, rung: usize, now: u64) -> f64 {
         self.speed_res.get(rung).map_or(0.0, |r| r.weight(now, self.rates.halflife))
+    }
+
+    /// Attempts since rung `rung` was last measured (None: never).
+    pub fn age(&self, rung: usize, now: u64) -> Option<u64> {
+        self.speed_res.get(rung).filter(|r| r.seen).map(|r| now.saturating_sub(r.at)).or_else(
+            || self.ratio_res.get(rung).filter(|r| r.seen).map(|r| now.saturating_sub(r.at)),
+        )
+    }
+
+    /// A shadow measurement: rung `s.rung`'s ratio and speed relative to `s.base`'s on the
+    /// same slice, applied to what the model predicts of `s.base`, updates `s.rung`'s own
+    /// corrections (and its ratio group's level, if the group has none yet). No level moves
+    /// otherwise, and the run of measurements of one rung is not broken: a slice is one
+    /// comparison, not a block.
+    pub fn observe_shadow(&mut self, s: &Shadow, now: u64) {
+        let n = self.ref_llr.len();
+        if s.rung == 0 || s.rung >= n || s.base >= n {
+            return;
+        }
+        let halflife = self.rates.halflife;
+        let alpha = self.rates.residual;
+        let g = usize::from(self.ratio_group[s.rung]);
+        if s.base_ratio.is_finite() && s.ratio.is_finite() && s.base_ratio >= 1.0 {
+            // The base rung's predicted ratio, scaled by what the slice says of the two.
+            let base = if self.has_ratio() { self.ratio(s.base, now) } else { s.base_ratio };
+            let target = (base * s.ratio / s.base_ratio).max(1.0);
+            let y = (llr(target) - self.ref_llr[s.rung]).clamp(-LN_CLAMP, LN_CLAMP);
+            if !self.g_seen[g] {
+                self.ln_g[g] = y;
+                self.g_seen[g] = true;
+            }
+            let e = y - self.ln_g[g];
+            update(&mut self.ratio_res, &self.ratio_group, s.rung, e, alpha, now, halflife);
+        }
+        if let Some(f) = s.faster.filter(|f| f.is_finite() && *f > 0.0 && self.h_seen) {
+            let speed = self.speed(s.base, now) * f;
+            let x = (speed.ln() - self.ref_ln_speed[s.rung]).clamp(-LN_CLAMP, LN_CLAMP);
+            let e = x - self.ln_h;
+            update(&mut self.speed_res, &self.speed_group, s.rung, e, alpha, now, halflife);
+        }
+        self.memo.get_mut().clear();
     }
 
     /// The noise of one speed measurement: the mean absolute error of the prediction within

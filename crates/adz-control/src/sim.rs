@@ -32,7 +32,10 @@ use std::time::Duration;
 
 use adz_format::{CodecId, CodecSpec};
 
-use crate::controller::{BlockContext, BlockMeasurement, Control, Decision, SinkMeasurement};
+use crate::controller::{
+    BlockContext, BlockMeasurement, Control, Decision, ShadowMeasurement, SinkMeasurement,
+    SHADOW_BYTES,
+};
 use crate::hint::Hint;
 use crate::ladder::{reference, Ladder};
 
@@ -343,6 +346,10 @@ pub struct SimConfig {
     /// Measurements carry the blocks' CPU times (false: zero, as on a platform without
     /// per-thread CPU clocks, so the controller has only wall times).
     pub cpu_times: bool,
+    /// Shadow compression as the pipeline does it: a block whose decision asks for a shadow
+    /// costs its worker the slice at both rungs, and the controller is told what they
+    /// measured. False (the default): shadows are ignored, as by a pipeline without them.
+    pub shadows: bool,
 }
 
 impl SimConfig {
@@ -360,6 +367,7 @@ impl SimConfig {
             seed: 1,
             wall_noise: 1.0,
             cpu_times: true,
+            shadows: false,
         }
     }
 
@@ -406,6 +414,28 @@ impl SimConfig {
                     let p = seg.data.perf(decision.codec);
                     (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0))
                 };
+                let shadow = decision.shadow.filter(|_| {
+                    self.shadows
+                        && decision.codec != CodecSpec::NONE
+                        && !seg.hints.contains(&Hint::NoCompress)
+                });
+                let shadow = shadow.map(|s| {
+                    let slice = (SHADOW_BYTES as u64).min(raw);
+                    let p = seg.data.perf(s);
+                    let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
+                    let base_secs = slice as f64 / speed;
+                    let secs = slice as f64 / sp;
+                    ShadowMeasurement {
+                        decision,
+                        raw_len: slice,
+                        base_stored: (slice as f64 / ratio).ceil() as u64,
+                        base_cpu: Duration::from_secs_f64(base_secs),
+                        stored: (slice as f64 / sr).ceil() as u64,
+                        cpu: Duration::from_secs_f64(secs),
+                    }
+                });
+                let shadow_secs =
+                    shadow.map_or(0.0, |s| s.base_cpu.as_secs_f64() + s.cpu.as_secs_f64());
                 let compressed = (raw as f64 / ratio).ceil() as u64;
                 let stored_raw =
                     decision.codec != CodecSpec::NONE && compressed as f64 > raw as f64 * keep;
@@ -417,7 +447,10 @@ impl SimConfig {
                 let secs = mean * noise.0;
                 let cpu = mean * noise.1;
                 let busy = (stored + FRAME_HEADER) as f64 / self.link;
-                let Slot { finish, prev_end, write_end, .. } = schedule.finish(secs, busy);
+                // The worker is busy with the shadow too; the block's own times leave it out,
+                // as the pipeline's do.
+                let busy_worker = secs + shadow_secs * noise.0;
+                let Slot { finish, prev_end, write_end, .. } = schedule.finish(busy_worker, busy);
                 // The frame was ready before the link freed: the write starts at once.
                 let backlogged = k > 0 && finish <= prev_end;
                 let waited = if k > 0 { finish.max(prev_end) - prev_end } else { 0.0 };
@@ -430,7 +463,7 @@ impl SimConfig {
                     wall: Duration::from_secs_f64(secs),
                     cpu: if self.cpu_times { Duration::from_secs_f64(cpu) } else { Duration::ZERO },
                 };
-                pending.push((finish, 0, seq, Event::Block(m)));
+                pending.push((finish, 0, seq, Event::Block(m, shadow)));
                 let s = SinkMeasurement {
                     bytes: stored + FRAME_HEADER,
                     busy: Duration::from_secs_f64(busy),
@@ -488,7 +521,7 @@ impl SimConfig {
 
 #[derive(Debug, Clone)]
 enum Event {
-    Block(BlockMeasurement),
+    Block(BlockMeasurement, Option<ShadowMeasurement>),
     Sink(SinkMeasurement),
 }
 
@@ -506,7 +539,12 @@ fn deliver(ctl: &mut impl Control, pending: &mut Vec<(f64, u8, u64, Event)>, now
     due.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     for (_, _, _, e) in due {
         match e {
-            Event::Block(m) => ctl.record_block(&m),
+            Event::Block(m, shadow) => {
+                if let Some(s) = shadow {
+                    ctl.record_shadow(&s);
+                }
+                ctl.record_block(&m)
+            }
             Event::Sink(s) => ctl.record_sink(&s),
         }
     }

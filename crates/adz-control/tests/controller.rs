@@ -1244,7 +1244,7 @@ proptest! {
                 }
                 Op::Block { pick, raw, stored, stored_raw, wall_ns, cpu_ns } => {
                     let decision = if decisions.is_empty() {
-                        Decision { codec: spec("zstd:3"), filters: Filters::NONE, reason: Reason::Hold, seq: 99 }
+                        Decision { codec: spec("zstd:3"), filters: Filters::NONE, reason: Reason::Hold, seq: 99, shadow: None }
                     } else {
                         decisions[pick % decisions.len()]
                     };

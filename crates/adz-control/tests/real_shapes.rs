@@ -240,3 +240,89 @@ fn classed_controller_learns_blind_data_per_class() {
     );
     assert!(rep.throughput() >= 0.97 * best_tp, "{}", summary(&rep));
 }
+
+/// Matrix-like doubles on which the reference shape puts zstd:3 barely above zstd:2, while
+/// zstd:3 stores far fewer bytes (issue 22: S1 held zstd:2, ratio 1.09, at 5x its target and
+/// never measured zstd:3, 1.18). Per thread: zstd:1-2 fast, zstd:3 still fast enough for 1GbE.
+fn matrix_step() -> DataModel {
+    per_rung("matrix step", |codec, level, ref_speed| match (codec, level) {
+        ("zstd", 1) => (260e6, 1.08),
+        ("zstd", 2) => (240e6, 1.09),
+        ("zstd", 3..=4) => (150e6, 1.18),
+        ("zstd", l) if l >= 5 => (ref_speed * 0.5, 1.19),
+        ("xz", _) => (ref_speed * 0.5, 1.22),
+        _ => (ref_speed, 1.01),
+    })
+}
+
+/// Shadow compression finds a rung the shape hides: with shadows on, S1 reaches zstd:3 on the
+/// matrix step and writes within 3 % of the best static rung; the shadows cost at most their
+/// 3 % share of the blocks' CPU.
+#[test]
+fn shadows_find_the_ratio_the_reference_shape_hides() {
+    let threads = 2;
+    let segs = [Segment::new(200, matrix_step()).with_class(3)];
+    let (best, best_tp) = best_static(threads, GBE, &segs);
+    let mut cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads);
+    cfg.start = Some(spec("zstd:2"));
+    let mut sim = SimConfig::new(threads, GBE);
+    let without = sim.run(&mut Controller::new(cfg.clone()), &segs);
+    sim.shadows = true;
+    let mut ctl = Controller::new(cfg);
+    let with = sim.run(&mut ctl, &segs);
+    let status = ctl.status();
+    eprintln!(
+        "matrix step at 117 MB/s: best static {best} {:.0} MB/s; S1 without shadows {:.0} MB/s \
+         ratio {:.3} ({}); with {:.0} MB/s ratio {:.3}, {} shadows at {:.1} % of the CPU ({})",
+        best_tp / 1e6,
+        without.throughput() / 1e6,
+        without.ratio(),
+        summary(&without),
+        with.throughput() / 1e6,
+        with.ratio(),
+        status.shadows,
+        status.shadow_share * 100.0,
+        summary(&with)
+    );
+    assert!(with.throughput() >= 0.97 * best_tp, "{}", summary(&with));
+    assert!(status.shadows > 0 && status.shadow_share <= 0.031, "{status:?}");
+}
+
+/// With shadows on, the cases that already worked still do, and random data is not shadowed
+/// (probe mode takes no shadows).
+#[test]
+fn shadows_keep_the_other_cases_and_cost_nothing_on_random_data() {
+    let threads = 2;
+    let l = Ladder::standard();
+    for data in [lz4_blind(), float_blind(), DataModel::monotone("text", &l, 0.8, 1.0, 0.1)] {
+        let segs = [Segment::new(200, data.clone()).with_class(3)];
+        for link in [GBE, TEN_GBE] {
+            let (best, best_tp) = best_static(threads, link, &segs);
+            let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads);
+            let mut sim = SimConfig::new(threads, link);
+            sim.shadows = true;
+            let mut ctl = Controller::new(cfg);
+            let rep = sim.run(&mut ctl, &segs);
+            eprintln!(
+                "{} at {} MB/s with shadows: {:.0} MB/s ratio {:.3}, best static {best} {:.0}; {} \
+                 shadows, {:.1} % of the CPU",
+                data.name(),
+                link / 1e6,
+                rep.throughput() / 1e6,
+                rep.ratio(),
+                best_tp / 1e6,
+                ctl.status().shadows,
+                ctl.status().shadow_share * 100.0
+            );
+            assert!(rep.throughput() >= 0.97 * best_tp, "{}", summary(&rep));
+            assert!(ctl.status().shadow_share <= 0.031);
+        }
+    }
+    let segs = [Segment::new(100, DataModel::incompressible(&l)).with_class(4)];
+    let mut sim = SimConfig::new(threads, GBE);
+    sim.shadows = true;
+    let mut ctl =
+        Controller::new(ControllerConfig::new(Strategy::Throughput, Link::Fixed(GBE), threads));
+    sim.run(&mut ctl, &segs);
+    assert!(ctl.status().shadows <= 1, "{:?}", ctl.status());
+}

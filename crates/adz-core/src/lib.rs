@@ -27,6 +27,7 @@ pub mod predict;
 pub mod reader;
 pub mod recover;
 pub mod scan;
+mod shadow;
 pub mod stream;
 
 pub use error::{Error, Result};

@@ -165,6 +165,12 @@ pub struct TraceRecord {
     pub backlogged: bool,
     /// Seconds since the writer was created, when the frame was written.
     pub t_s: f64,
+    /// The rung a slice of this block was also compressed with, for the controller to learn
+    /// (shadow compression; `adz_control::Decision::shadow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<String>,
+    /// The class controller's shadow compression so far, as a share of its blocks' CPU time.
+    pub shadow_share: f64,
 }
 
 /// What a write did.
@@ -190,6 +196,11 @@ pub struct WriteSummary {
     pub predict_bytes: u64,
     /// The start the predictor chose (`none`: raw), if it ran.
     pub predict_start: Option<String>,
+    /// Shadow measurements made (slices compressed with a second rung for the controller to
+    /// learn; `adz_control::Decision::shadow`).
+    pub shadows: u64,
+    /// Their CPU time over the CPU time of the blocks' own compression.
+    pub shadow_share: f64,
 }
 
 impl WriteSummary {
@@ -319,6 +330,11 @@ struct Shared {
     /// workers) that the sequencer has not reported yet (`SinkMeasurement::cpu`). Not the
     /// application's own computing: that is no cost of moving its bytes.
     cpu_ns: AtomicU64,
+    /// Shadow measurements made, their CPU time and the blocks' own compression CPU time
+    /// (ns), for the summary.
+    shadows: AtomicU64,
+    shadow_ns: AtomicU64,
+    block_ns: AtomicU64,
     /// Raw block buffers (see the module docs).
     raw: Pool,
     /// Frame buffers.
@@ -608,6 +624,9 @@ impl Writer {
             abort_rx,
             raw_in: AtomicU64::new(0),
             cpu_ns: AtomicU64::new(0),
+            shadows: AtomicU64::new(0),
+            shadow_ns: AtomicU64::new(0),
+            block_ns: AtomicU64::new(0),
             raw_written: AtomicU64::new(0),
             stored_written: AtomicU64::new(0),
             raw: Pool::new(buffers, room),
@@ -1061,6 +1080,16 @@ impl Writer {
             predict_bytes: self.prediction().map_or(0, |p| p.compressed_bytes)
                 + self.per_class.as_ref().map_or(0, |p| p.bytes),
             predict_start: self.prediction().map(|p| p.start.to_string()),
+            shadows: self.shared.shadows.load(Ordering::Relaxed),
+            shadow_share: {
+                let block = self.shared.block_ns.load(Ordering::Relaxed) as f64;
+                let shadow = self.shared.shadow_ns.load(Ordering::Relaxed) as f64;
+                if block > 0.0 {
+                    shadow / block
+                } else {
+                    0.0
+                }
+            },
         })
     }
 
@@ -1244,6 +1273,7 @@ impl<B> WriteHandle<B> {
 
 fn worker(shared: &Shared, done_tx: &Sender<Done>, keep: f64) {
     let mut encoder = FrameEncoder::new();
+    let mut shadow_frame = Vec::new();
     loop {
         // A frame buffer first, then a job: see the module docs.
         let Ok(mut frame) = shared.take(&shared.frames) else { return };
@@ -1282,6 +1312,8 @@ fn worker(shared: &Shared, done_tx: &Sender<Done>, keep: f64) {
         );
         let cpu = cpu0.elapsed();
         let wall = wall0.elapsed();
+        // After the block's own clock: the shadow's cost is reported on its own.
+        let shadow = crate::shadow::measure(&mut encoder, &mut shadow_frame, raw, &decision);
         let raw_len = raw.len() as u64;
         let (header, payload_is_raw, mut frame_len) = match encoded {
             Ok(h) => h,
@@ -1319,7 +1351,21 @@ fn worker(shared: &Shared, done_tx: &Sender<Done>, keep: f64) {
             wall,
             cpu,
         };
-        lock(&shared.dispatch).controller.record_block(&measurement);
+        {
+            let mut d = lock(&shared.dispatch);
+            if let Some(s) = &shadow {
+                d.controller.record_shadow(s);
+            }
+            d.controller.record_block(&measurement);
+        }
+        if decision.codec != adz_control::CodecSpec::NONE {
+            add_cpu(&shared.block_ns, cpu);
+        }
+        if let Some(s) = &shadow {
+            add_cpu(&shared.cpu_ns, s.base_cpu + s.cpu);
+            add_cpu(&shared.shadow_ns, s.base_cpu + s.cpu);
+            shared.shadows.fetch_add(1, Ordering::Relaxed);
+        }
         // The encode's CPU time, already measured: a second thread-clock read here, before
         // the frame goes to the sequencer, made a 117 MB/s write of doubles with static zstd:3
         // 8 % slower (the sequencer's gaps between appends went from 40 us to 0.7 ms).
@@ -1450,6 +1496,8 @@ fn sequencer(
                     pipeline_cpu_s: cpu.as_secs_f64(),
                     backlogged: this_backlogged,
                     t_s: started.elapsed().as_secs_f64(),
+                    shadow: m.decision.shadow.map(|c| c.to_string()),
+                    shadow_share: status.shadow_share,
                 };
                 let mut w = lock(&t.0);
                 let line = serde_json::to_string(&rec).unwrap_or_default();
@@ -1566,6 +1614,8 @@ mod tests {
             link: None,
             cpu_share: None,
             blocks: 0,
+            shadows: 0,
+            shadow_share: 0.0,
         };
         let mix = |p| MixBuffers::compresses_in_mix(&status(Mode::Mix { compress_fraction: p }));
         assert!(mix(0.1) && mix(0.4) && mix(MIX_BUFFERS_SHARE));

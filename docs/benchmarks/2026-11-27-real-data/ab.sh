@@ -7,8 +7,9 @@ set -euo pipefail
 a=$1 b=$2 rounds=$3 dir=$4; shift 4
 links=("$@")
 out=/dev/shm/adz-ab-out.adz
-configs=("A:-s throughput" "B:-s throughput" "B:--codec none" "B:--codec lz4" "B:--codec zstd:1"
-         "B:--codec zstd:3" "B:--codec zstd:6")
+configs=("A:-s throughput" "B:-s throughput" "B:-s throughput --predict off" "B:-s keep-pace"
+         "B:-s prolong=1.5" "B:--codec none" "B:--codec lz4" "B:--codec zstd:1" "B:--codec zstd:3"
+         "B:--codec zstd:6")
 echo "dataset,link,config,round,seconds,ratio"
 for r in $(seq 1 "$rounds"); do
   for f in "$dir"/real-*; do
