@@ -143,7 +143,8 @@ extern "C" {
  * `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`).
  * `strategy`: NULL for `throughput`, or `keep-pace`, `prolong=F`, `archive`,
  * `static=zstd:3` ...; `link`: NULL for `auto`, or `1GbE`, `500MB/s` ...; `threads`: 0 for
- * one per core. Nothing appears under `path` until `adz_writer_close` succeeds.
+ * one per core, at most 1024 (more is `ADZ_E_ARG`, and nothing is created). Nothing appears
+ * under `path` until `adz_writer_close` succeeds.
  *
  * # Safety
  * `path`, `strategy` and `link` are NULL or NUL-terminated strings; `out` is NULL or

@@ -147,7 +147,9 @@ fn code_of(e: &Error) -> c_int {
     match e {
         Error::Format(_) | Error::Codec { .. } => ADZ_E_CORRUPT,
         Error::Store(adz_core::store::Error::NotFound { .. }) => ADZ_E_NOT_FOUND,
-        Error::Store(adz_core::store::Error::InvalidName { .. }) | Error::Config(_) => ADZ_E_ARG,
+        Error::Store(adz_core::store::Error::InvalidName { .. })
+        | Error::Config(_)
+        | Error::Limit { .. } => ADZ_E_ARG,
         Error::Pipeline(_) => ADZ_E_WRITE_FAILED,
         _ => ADZ_E_IO,
     }
@@ -193,7 +195,8 @@ unsafe fn writer_ref<'a>(w: *mut AdzWriter) -> Result<&'a AdzWriter, Failure> {
 /// `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`).
 /// `strategy`: NULL for `throughput`, or `keep-pace`, `prolong=F`, `archive`,
 /// `static=zstd:3` ...; `link`: NULL for `auto`, or `1GbE`, `500MB/s` ...; `threads`: 0 for
-/// one per core. Nothing appears under `path` until `adz_writer_close` succeeds.
+/// one per core, at most 1024 (more is `ADZ_E_ARG`, and nothing is created). Nothing appears
+/// under `path` until `adz_writer_close` succeeds.
 ///
 /// # Safety
 /// `path`, `strategy` and `link` are NULL or NUL-terminated strings; `out` is NULL or
@@ -771,6 +774,16 @@ mod tests {
                 ),
                 ADZ_E_IO
             );
+            // Options out of range are refused before anything is created or allocated.
+            let dir = tempfile::tempdir().unwrap();
+            let path = CString::new(dir.path().join("x.adz").to_str().unwrap()).unwrap();
+            assert_eq!(
+                adz_writer_open(path.as_ptr(), null_mut(), null_mut(), 100_000, &mut w),
+                ADZ_E_ARG
+            );
+            assert!(last().contains("threads 100000"), "{}", last());
+            assert!(w.is_null());
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
             assert_eq!(adz_writer_write(null_mut(), null_mut(), 0), ADZ_E_ARG);
             assert_eq!(adz_write_wait(null_mut()), ADZ_E_ARG);
             assert_eq!(adz_writer_close(null_mut(), null_mut()), ADZ_E_ARG);

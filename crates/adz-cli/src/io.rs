@@ -7,6 +7,8 @@
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use adz_store::location::Location;
 use adz_store::{LocalStorage, Storage, Upload};
@@ -92,6 +94,9 @@ impl Input {
 /// the descriptor here.
 pub fn data_stdout() -> Result<io::BufWriter<File>> {
     use std::os::fd::AsFd;
+    if stdout_at_start::was_closed() {
+        bail!("standard output is closed; give an output file, or redirect stdout");
+    }
     let out = io::stdout();
     out.lock().flush().context("flushing stdout")?;
     let fd = out.as_fd().try_clone_to_owned().context("duplicating stdout")?;
@@ -101,7 +106,13 @@ pub fn data_stdout() -> Result<io::BufWriter<File>> {
 /// An output being written: standard output, or an upload that becomes visible on commit.
 pub enum Output {
     Stdout(io::BufWriter<File>),
-    File { upload: Option<Box<dyn Upload>>, path: PathBuf, buf: Vec<u8> },
+    File {
+        upload: Option<Box<dyn Upload>>,
+        path: PathBuf,
+        buf: Vec<u8>,
+        /// Removes the temporary file if a signal stops the process.
+        _cleanup: Option<InProgress>,
+    },
 }
 
 const OUT_BUF: usize = 1 << 20;
@@ -113,8 +124,14 @@ impl Output {
         if arg == "-" {
             return Ok(Output::Stdout(data_stdout()?));
         }
-        let (upload, path) = file_upload(arg, force, None)?;
-        Ok(Output::File { upload: Some(upload), path, buf: Vec::with_capacity(OUT_BUF) })
+        let (upload, path) = file_upload(arg, force, None, false)?;
+        let cleanup = InProgress::new(&*upload, OnSignal::Remove);
+        Ok(Output::File {
+            upload: Some(upload),
+            path,
+            buf: Vec::with_capacity(OUT_BUF),
+            _cleanup: cleanup,
+        })
     }
 
     /// Make the output complete: flush, and for a file, commit it under its name.
@@ -230,32 +247,70 @@ impl Upload for StdoutUpload {
     }
 }
 
-/// The upload `compress` writes through: a file or object (visible only once committed) or
-/// stdout. `expected` is about how large the output will be, if known (it sizes S3 parts).
+/// The upload `recover` writes through: a file or object (visible only once committed) or
+/// stdout. Its temporary file is removed if a signal stops the process (the input is intact:
+/// run it again).
 pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)> {
-    create_upload_sized(arg, force, None)
+    create_upload_sized(arg, force, None, OnSignal::Remove)
 }
 
-/// [`create_upload`] for an output of about `expected` bytes (it sizes S3 parts).
+/// The upload `compress` writes through, for an output of about `expected` bytes (it sizes S3
+/// parts), with what a signal does to its temporary file.
 pub fn create_upload_sized(
     arg: &str,
     force: bool,
     expected: Option<u64>,
+    on_signal: OnSignal,
 ) -> Result<(Box<dyn Upload>, String)> {
     if arg == "-" {
         return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
     }
-    let (upload, path) = file_upload(arg, force, expected)?;
+    let (upload, path) = file_upload(arg, force, expected, true)?;
+    let upload: Box<dyn Upload> = match InProgress::new(&*upload, on_signal) {
+        Some(guard) => Box::new(Registered { inner: upload, _guard: guard }),
+        None => upload,
+    };
     Ok((upload, path.display().to_string()))
+}
+
+/// An upload whose temporary file the signal handler knows until it is committed or dropped.
+#[derive(Debug)]
+struct Registered {
+    inner: Box<dyn Upload>,
+    _guard: InProgress,
+}
+
+impl Upload for Registered {
+    fn append(&mut self, data: &[u8]) -> adz_store::Result<()> {
+        self.inner.append(data)
+    }
+    fn bytes_written(&self) -> u64 {
+        self.inner.bytes_written()
+    }
+    fn temporary_path(&self) -> Option<&Path> {
+        self.inner.temporary_path()
+    }
+    fn commit(self: Box<Self>) -> adz_store::Result<u64> {
+        self.inner.commit()
+    }
+    fn abort(self: Box<Self>) -> adz_store::Result<()> {
+        self.inner.abort()
+    }
+    fn abandon(self: Box<Self>) -> adz_store::Result<Option<String>> {
+        self.inner.abandon()
+    }
 }
 
 /// An upload for the file `arg` through adz-store's local storage: written under a temporary
 /// name, visible under `arg` only once committed; or for an `s3://` object, a multipart
 /// upload completed on commit. An existing file or object is refused without `force`.
+/// `adz_file`: the output is an adz file, whose temporary file a crash leaves recoverable
+/// (named `.NAME.adz-tmp-*`); else it is named `.NAME.adz-incomplete-*`.
 fn file_upload(
     arg: &str,
     force: bool,
     expected: Option<u64>,
+    adz_file: bool,
 ) -> Result<(Box<dyn Upload>, PathBuf)> {
     if let Some((bucket, key)) = remote::s3_location(arg)? {
         let upload = remote::create_upload(arg, &bucket, &key, force, expected)?;
@@ -267,6 +322,112 @@ fn file_upload(
     }
     let (store, name) =
         LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
+    let store = store.recoverable_temporaries(adz_file);
     let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
     Ok((upload, path))
+}
+
+/// What to do with an output's temporary file if a signal (SIGINT, SIGTERM, SIGHUP) stops
+/// the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSignal {
+    /// Delete it: a decompressed output, a salvage (run again from the intact input).
+    Remove,
+    /// Keep it if it holds a complete frame (`adz recover` salvages it), and say so; else
+    /// delete it.
+    KeepIfFrames,
+}
+
+/// Temporary files of outputs in progress, for [`clean_up_after_signal`].
+static IN_PROGRESS: Mutex<Vec<(u64, PathBuf, OnSignal)>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn in_progress() -> std::sync::MutexGuard<'static, Vec<(u64, PathBuf, OnSignal)>> {
+    IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An output's temporary file, known to the signal handler while this lives.
+#[derive(Debug)]
+pub struct InProgress(u64);
+
+impl InProgress {
+    /// Register `upload`'s temporary file (None if it has none: stdout, an object).
+    pub fn new(upload: &dyn Upload, on_signal: OnSignal) -> Option<InProgress> {
+        let path = upload.temporary_path()?.to_path_buf();
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        in_progress().push((id, path, on_signal));
+        Some(InProgress(id))
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        in_progress().retain(|(id, _, _)| *id != self.0);
+    }
+}
+
+/// After SIGINT, SIGTERM or SIGHUP: delete the temporary files of outputs in progress, except
+/// an adz file's that holds a complete frame, which is kept and named on stderr.
+pub fn clean_up_after_signal() {
+    for (_, path, on_signal) in in_progress().drain(..) {
+        if on_signal == OnSignal::KeepIfFrames && holds_a_frame(&path) {
+            eprintln!(
+                "adz: interrupted; the complete frames written so far are kept in {}: `adz recover {} OUT` salvages them",
+                path.display(),
+                path.display()
+            );
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Does the adz file at `path` begin with a file header and one complete, intact frame?
+pub fn holds_a_frame(path: &Path) -> bool {
+    let Ok(f) = File::open(path) else { return false };
+    let mut scan = adz_core::FrameScanner::new(BufReader::new(f));
+    scan.file_header().is_ok() && matches!(scan.next_frame(), Ok(Some(_)))
+}
+
+/// Whether standard output was closed when the process started (`adz ... >&-`). The Rust
+/// runtime reopens a closed fd 0-2 on /dev/null before `main`, and that looks like any
+/// other /dev/null (`stdout=subprocess.DEVNULL` opens it read-write too), so a constructor
+/// looks first. Data written there would be lost without a word: commands that write to
+/// stdout refuse to run.
+pub mod stdout_at_start {
+    #[cfg(target_os = "linux")]
+    mod check {
+        #![allow(unsafe_code)]
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        pub static CLOSED: AtomicBool = AtomicBool::new(false);
+
+        extern "C" fn look() {
+            // SAFETY: fcntl(F_GETFD) on a descriptor number only reads the descriptor table;
+            // an unused number gives -1 (EBADF).
+            let flags = unsafe { libc::fcntl(1, libc::F_GETFD) };
+            CLOSED.store(flags == -1, Ordering::Relaxed);
+        }
+
+        /// Run by the loader before the Rust runtime starts (ELF `.init_array`).
+        #[used]
+        #[link_section = ".init_array"]
+        static LOOK: extern "C" fn() = look;
+
+        pub fn closed() -> bool {
+            CLOSED.load(Ordering::Relaxed)
+        }
+    }
+
+    /// True if fd 1 was closed when the process started (Linux; elsewhere always false).
+    pub fn was_closed() -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            check::closed()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use adz_core::control::{Hint, Link, Strategy};
 use adz_core::format::{CodecId, CodecSpec, FilterSpec, Filters};
@@ -59,7 +59,13 @@ Examples:
                                             to S3-compatible storage (keys from AWS_* variables)
   adz ls s3://bucket/run1/                  objects with stored size, raw size and ratio
 
-Exit status: 0 on success, 1 on any error (damaged input, I/O failure), 2 on a usage error.";
+Exit status: 0 on success, 1 on any error (damaged input, I/O failure, an output cut short),
+2 on a usage error (an unknown flag, a value out of range: --threads, --buffers).
+A reader of stdout that stops early (`adz decompress x.adz - | head`, `adz cat`, `adz inspect`)
+ends the command quietly with 0; `compress` and `recover` to stdout fail with 1 then, because
+the archive or salvage they were writing is cut. Interrupted by SIGINT or SIGTERM, adz deletes
+its temporary files, except a compress temporary holding complete frames, which it names for
+`adz recover`. See docs/RELIABILITY.md.";
 
 #[derive(Parser)]
 #[command(name = "adz", version = VERSION, about = ABOUT, after_help = AFTER_HELP, max_term_width = 100)]
@@ -139,13 +145,13 @@ struct CompressArgs {
     /// the start prediction (--predict) takes RATE as its guess of it.
     #[arg(long, value_name = "RATE")]
     throttle: Option<LinkSpeed>,
-    /// Compression threads (default: one per core).
+    /// Compression threads (default: one per core; at most 1024).
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
     threads: usize,
     /// Buffers per pool (raw blocks and frames each); default 2 x threads + 2, and 4 more
     /// while an adaptive strategy sends most blocks raw and compresses the rest. Memory use
     /// is about 2 x buffers x block size (+ 2 x 4 blocks during such a mix; a number given
-    /// here is kept as given).
+    /// here is kept as given). At most 65536, and refused if that memory is not available.
     #[arg(long, default_value_t = 0, value_name = "N")]
     buffers: usize,
     /// Raw bytes per frame (block); each frame is compressed and can be read on its own, so a
@@ -186,7 +192,8 @@ struct CompressArgs {
     #[arg(long = "filter", value_name = "LIST", value_delimiter = ',', value_parser = sizing::parse_filter)]
     filters: Vec<FilterSpec>,
     /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to
-    /// FILE, to see how the controller adapted.
+    /// FILE, to see how the controller adapted. Like the output, an existing FILE is replaced
+    /// only with --force, and it cannot be the input or the output.
     #[arg(long, value_name = "FILE.jsonl")]
     trace: Option<PathBuf>,
     /// Adaptive strategies: predict the start rung from a sample of the input (auto), or
@@ -253,6 +260,12 @@ fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     remote::init(cli.s3);
+    handle_signals();
+    let policy = StdoutUse::of(&cli.command);
+    if policy.writes && io::stdout_at_start::was_closed() {
+        eprintln!("adz: error: standard output is closed; give an output file, or redirect stdout");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Compress(a) => compress(a),
         Command::Decompress(a) => decompress(a),
@@ -266,15 +279,90 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if policy.pipe_may_close && is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
+            // Each error of the chain once, the cause last.
             eprintln!("adz: error: {e:#}");
-            ExitCode::FAILURE
+            for note in take_notes() {
+                eprintln!("adz: {note}");
+            }
+            if is_limit(&e) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
 
-/// A reader of our output went away (`adz decompress x.adz - | head`): not an error.
+/// How a command uses stdout: whether it writes there, and whether a reader that stops early
+/// (a closed pipe) leaves it complete as far as anyone wanted: true for decompressed data and
+/// text, false for `compress` and `recover`, whose archive or salvage would be cut.
+struct StdoutUse {
+    writes: bool,
+    pipe_may_close: bool,
+}
+
+impl StdoutUse {
+    fn of(c: &Command) -> StdoutUse {
+        let dash =
+            |o: &Option<String>, input: &str| o.as_deref().map_or(input == "-", |o| o == "-");
+        let (writes, pipe_may_close) = match c {
+            Command::Compress(a) => (dash(&a.output, &a.input), false),
+            Command::Decompress(a) => (dash(&a.output, &a.input), true),
+            Command::Recover(a) => (a.writes_stdout(), false),
+            Command::Verify(a) => (!a.quiet, true),
+            Command::Cat(_)
+            | Command::Inspect(_)
+            | Command::Ls(_)
+            | Command::Predict(_)
+            | Command::Cost(_) => (true, true),
+        };
+        StdoutUse { writes, pipe_may_close }
+    }
+}
+
+/// Notes printed after the error (where a partial output was kept).
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn note(s: String) {
+    NOTES.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+}
+
+fn take_notes() -> Vec<String> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the temporary files of outputs in progress (keeping a
+/// compress temporary that holds complete frames), then die of the signal as before.
+fn handle_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let spawned = std::thread::Builder::new().name("adz-signals".to_owned()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            io::clean_up_after_signal();
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
+    drop(spawned);
+}
+
+/// An error and its causes, each once, the cause last (as anyhow's `{:#}`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// A reader of our output went away (`adz decompress x.adz - | head`).
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
@@ -282,12 +370,68 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn same_file(input: &Input, output: &str) -> bool {
-    let (Some(inp), false) = (input.path(), output == "-") else { return false };
-    match (std::fs::canonicalize(inp), std::fs::canonicalize(output)) {
-        (Ok(a), Ok(b)) => a == b,
+/// An option out of range (`--threads`, `--buffers`): a usage error.
+fn is_limit(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<adz_core::Error>(), Some(adz_core::Error::Limit { .. })))
+}
+
+/// Are `a` and `b` the same file: the same device and inode if both exist, else the same
+/// path once the directory is made canonical.
+fn same_path(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    let canonical = |p: &Path| -> Option<PathBuf> {
+        if let Ok(c) = std::fs::canonicalize(p) {
+            return Some(c);
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+    };
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
         _ => false,
     }
+}
+
+fn same_file(input: &Input, output: &str) -> bool {
+    let (Some(inp), false) = (input.path(), output == "-") else { return false };
+    same_path(inp, Path::new(output))
+}
+
+/// `--trace FILE`: checked as the output is (not the input, not the output, not replaced
+/// without `force`) and created only once they are open.
+fn check_trace(trace: &Path, input: &Input, output: &str, force: bool) -> Result<()> {
+    if input.path().is_some_and(|i| same_path(i, trace)) {
+        bail!("--trace {} is the input; give another file", trace.display());
+    }
+    if output != "-" && same_path(Path::new(output), trace) {
+        bail!("--trace {} is the output; give another file", trace.display());
+    }
+    if !force && trace.symlink_metadata().is_ok() {
+        bail!("{} already exists; use --force to overwrite it", trace.display());
+    }
+    Ok(())
+}
+
+fn create_trace(trace: &Path, force: bool) -> Result<TraceSink> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true);
+    if force {
+        o.create(true).truncate(true);
+    } else {
+        o.create_new(true);
+    }
+    let f = o.open(trace).with_context(|| format!("cannot create {}", trace.display()))?;
+    Ok(TraceSink::new(std::io::BufWriter::new(f)))
 }
 
 fn compress(a: CompressArgs) -> Result<ExitCode> {
@@ -306,13 +450,10 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         (None, Some(c)) => Strategy::Static(c),
         (None, None) => Strategy::Static(CodecSpec::default_for(CodecId::Zstd)),
     };
+    if let Some(t) = &a.trace {
+        check_trace(t, &input, &out_arg, a.common.force)?;
+    }
     let link = a.link;
-    let trace = match &a.trace {
-        Some(p) => Some(TraceSink::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        ))),
-        None => None,
-    };
     let mut file_hints: Vec<Hint> = Vec::new();
     if !a.filters.is_empty() {
         let f = Filters::new(&a.filters).context("--filter")?;
@@ -335,14 +476,14 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
     );
     // The weight is for sizing only; blocks have nothing to do with it.
     file_hints.retain(|h| !matches!(h, Hint::ReadsPerWrite(_)));
-    let opts = WriteOptions {
+    let mut opts = WriteOptions {
         strategy,
         link,
         threads: a.threads,
         block_size,
         buffers: a.buffers,
         hints: file_hints,
-        trace: trace.clone(),
+        trace: None,
         predict: a.predict,
         size_hint: input.len(),
         // The output can go no faster than the throttle, so that is the link to predict for
@@ -351,8 +492,16 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         link_guess: a.throttle.map(LinkSpeed::bytes_per_sec),
     };
 
+    // Out-of-range options are refused before any file is created.
+    opts.check()?;
     let mut reader = input.reader()?;
-    let (mut upload, out_name) = io::create_upload_sized(&out_arg, a.common.force, input.len())?;
+    let (mut upload, out_name) =
+        io::create_upload_sized(&out_arg, a.common.force, input.len(), io::OnSignal::KeepIfFrames)?;
+    let trace = match &a.trace {
+        Some(p) => Some(create_trace(p, a.common.force)?),
+        None => None,
+    };
+    opts.trace = trace.clone();
     if let Some(rate) = a.throttle {
         // The sequencer writes back to back, so the link only needs to absorb sleep jitter;
         // a larger burst would let frames pass free after short idle gaps and make the link
@@ -362,27 +511,20 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         upload = Throttled::new(NullStorage::new(), r).burst(burst).wrap_upload(upload);
     }
     let mut writer = Writer::with_upload(upload, opts)?;
-    predict::start_from_file(&mut writer, &input, block_size)?;
-    for (range, hint) in range_hints {
-        writer.advise(range, hint)?;
-    }
     let pb = progress::bar(input.len(), a.common.quiet, "compress");
-    // Feed the pipeline in slices so the progress line can show what the controller does.
-    const SLICE: u64 = 64 << 20;
-    loop {
-        let n = writer
-            .write_from(&mut (&mut reader).take(SLICE))
-            .with_context(|| format!("compressing {} to {out_name}", input.describe()))?;
-        let p = writer.progress();
-        pb.set_position(p.raw_in);
-        pb.set_message(format!(
-            "ratio {:.2}  {}",
-            p.raw_written as f64 / p.stored_written.max(1) as f64,
-            p.status
-        ));
-        if n < SLICE {
-            break;
+    let fed = feed(&mut writer, &mut *reader, &input, block_size, range_hints, &pb)
+        .with_context(|| format!("compressing {} to {out_name}", input.describe()));
+    if let Err(e) = fed {
+        pb.finish_and_clear();
+        match writer.abandon() {
+            Ok(Some(kept)) => note(format!(
+                "the {} complete frames written ({} raw bytes) are kept in {}: `adz recover {} OUT` salvages them",
+                kept.frames, kept.raw_bytes, kept.location, kept.location
+            )),
+            Ok(None) => {}
+            Err(a) => note(format!("could not keep the frames written: {a:#}")),
         }
+        return Err(e);
     }
     let summary = writer.finish().with_context(|| format!("writing {out_name}"))?;
     // Compare with the link as the user knows it (given, or throttled), else as measured.
@@ -402,6 +544,36 @@ fn compress(a: CompressArgs) -> Result<ExitCode> {
         predict::summary_line(&summary);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Feed the input to the writer: the start prediction, the range hints, then the bytes.
+fn feed(
+    writer: &mut Writer,
+    reader: &mut dyn Read,
+    input: &Input,
+    block_size: u32,
+    range_hints: Vec<(Range<u64>, Hint)>,
+    pb: &indicatif::ProgressBar,
+) -> Result<()> {
+    predict::start_from_file(writer, input, block_size)?;
+    for (range, hint) in range_hints {
+        writer.advise(range, hint)?;
+    }
+    // Feed the pipeline in slices so the progress line can show what the controller does.
+    const SLICE: u64 = 64 << 20;
+    loop {
+        let n = writer.write_from(&mut (&mut *reader).take(SLICE))?;
+        let p = writer.progress();
+        pb.set_position(p.raw_in);
+        pb.set_message(format!(
+            "ratio {:.2}  {}",
+            p.raw_written as f64 / p.stored_written.max(1) as f64,
+            p.status
+        ));
+        if n < SLICE {
+            return Ok(());
+        }
+    }
 }
 
 fn print_summary(input: &str, output: &str, s: &WriteSummary, known_link: Option<f64>) {
@@ -559,7 +731,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for p in &report.problems {
-        eprintln!("adz: {}: {}", input.describe(), p.error);
+        eprintln!("adz: {}: {}", input.describe(), chain(&p.error));
     }
     let bad: Vec<String> =
         report.problems.iter().filter_map(|p| p.frame).map(|f| f.to_string()).collect();

@@ -80,6 +80,13 @@ pub struct RecoverArgs {
     json: bool,
 }
 
+impl RecoverArgs {
+    /// Whether the command writes to stdout (the salvage, or the JSON report).
+    pub fn writes_stdout(&self) -> bool {
+        self.output == "-" || self.json
+    }
+}
+
 fn parse_offset(s: &str) -> Result<u64, String> {
     crate::parse_bytes(s)
 }

@@ -30,11 +30,12 @@ pub mod scan;
 mod shadow;
 pub mod stream;
 
-pub use error::{Error, Result};
+pub use error::{Error, PipelineError, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;
 pub use pipeline::{
-    Predict, Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary, Writer,
+    Abandoned, Predict, Progress, TraceRecord, TraceSink, WriteHandle, WriteOptions, WriteSummary,
+    Writer,
 };
 pub use reader::{ReadStats, Reader, ReaderCursor, ReaderOptions};
 pub use recover::{recover, recover_stream, RecoverReport};

@@ -39,6 +39,7 @@ use adz_store::{Storage, Upload};
 use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
 use serde::Serialize;
 
+use crate::error::PipelineError;
 use crate::predict::{PredictConfig, Prediction, Predictor, Sample, SampleConfig};
 use crate::{Error, FrameEncoder, Result, DEFAULT_BLOCK_SIZE};
 
@@ -72,6 +73,112 @@ pub struct WriteOptions {
     /// still measures the link. None: the prediction picks the start with the least regret
     /// over links from 25 MB/s to 12 GB/s.
     pub link_guess: Option<f64>,
+}
+
+/// The most compression threads a writer starts ([`WriteOptions::threads`]): far more than
+/// any machine adz runs on has cores, and few enough that their stacks and codec states fit.
+pub const MAX_THREADS: usize = 1024;
+
+/// The most buffers per pool ([`WriteOptions::buffers`]). Each pool preallocates a slot per
+/// buffer, so a huge count costs memory before any block is read.
+pub const MAX_BUFFERS: usize = 1 << 16;
+
+impl WriteOptions {
+    /// Threads and buffers per pool the writer uses (0 resolved), and the buffers a pool may
+    /// add during a mix.
+    fn resolved(&self) -> (usize, usize, usize) {
+        let threads = if self.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            self.threads
+        };
+        let buffers =
+            if self.buffers == 0 { default_buffers(threads) } else { self.buffers.max(2) };
+        let room = if self.buffers == 0 && self.strategy.is_adaptive() { MIX_BUFFERS } else { 0 };
+        (threads, buffers, room)
+    }
+
+    /// The most memory the writer's buffers take, in bytes: two pools (raw blocks and
+    /// frames) of `buffers` (+ [`MIX_BUFFERS`] during a mix) buffers, each a block (a frame
+    /// buffer a little more: a frame's header, and what a codec may write past the block
+    /// before it is stored raw). Codec state (per thread) comes on top.
+    pub fn buffer_memory(&self) -> u64 {
+        let (_, buffers, room) = self.resolved();
+        let block = u64::from(self.block_size);
+        let per_pair = 2 * block + block / 128 + 4096;
+        (buffers + room) as u64 * per_pair
+    }
+
+    /// Check the options against adz's limits ([`MAX_THREADS`], [`MAX_BUFFERS`], a block
+    /// size of 1 byte ..= 64 MiB) and the buffers' memory ([`buffer_memory`]) against what
+    /// the machine has available (Linux: `MemAvailable`, and the cgroup's limit); a
+    /// [`Writer`] does this before it creates anything. [`Error::Limit`] or
+    /// [`Error::Config`] if they cannot work.
+    ///
+    /// [`buffer_memory`]: WriteOptions::buffer_memory
+    pub fn check(&self) -> Result<()> {
+        FileHeader::new(self.block_size)?;
+        if self.threads > MAX_THREADS {
+            return Err(Error::Limit {
+                option: "threads",
+                value: self.threads as u64,
+                why: format!("at most {MAX_THREADS}"),
+            });
+        }
+        if self.buffers > MAX_BUFFERS {
+            return Err(Error::Limit {
+                option: "buffers",
+                value: self.buffers as u64,
+                why: format!("at most {MAX_BUFFERS} per pool"),
+            });
+        }
+        let need = self.buffer_memory();
+        if let Some(avail) = available_memory() {
+            if need > avail {
+                let (threads, buffers, _) = self.resolved();
+                let (option, value) = if self.buffers != 0 {
+                    ("buffers", buffers as u64)
+                } else {
+                    ("threads", threads as u64)
+                };
+                return Err(Error::Limit {
+                    option,
+                    value,
+                    why: format!(
+                        "{buffers} buffers per pool of {} byte blocks need up to {} MB, more than the {} MB of memory available; give fewer threads or buffers, or smaller blocks",
+                        self.block_size,
+                        need / 1_000_000,
+                        avail / 1_000_000
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Memory this process can still take, in bytes, if the system says: `MemAvailable` of
+/// `/proc/meminfo`, lowered to what the cgroup (v2) allows beyond its current use.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    let mut avail = kb.saturating_mul(1024);
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    if let (Some(max), Some(cur)) = (read("memory.max"), read("memory.current")) {
+        avail = avail.min(max.saturating_sub(cur));
+    }
+    Some(avail)
 }
 
 /// Whether a [`Writer`] predicts its start ([`WriteOptions::predict`]).
@@ -319,7 +426,7 @@ struct Dispatch {
 struct Shared {
     dispatch: Mutex<Dispatch>,
     work: Condvar,
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<PipelineError>>,
     /// Dropped on failure, which wakes everything blocked on a pool.
     abort_tx: Mutex<Option<Sender<()>>>,
     abort_rx: Receiver<()>,
@@ -464,7 +571,9 @@ fn count_cpu(cpu_ns: &AtomicU64, mark: &mut Option<cpu_time::ThreadTime>) {
 }
 
 impl Shared {
-    fn fail(&self, why: String) {
+    /// Stop the pipeline for `why` (the first failure is the one reported).
+    fn fail(&self, why: impl Into<PipelineError>) {
+        let why = why.into();
         {
             let mut f = lock(&self.failure);
             if f.is_none() {
@@ -489,9 +598,21 @@ impl Shared {
     /// Take a buffer from a pool, or fail if the pipeline has failed.
     fn take(&self, pool: &Pool) -> Result<Vec<u8>> {
         crossbeam::channel::select! {
-            recv(pool.rx) -> b => b.map_err(|_| Error::Pipeline("buffer pool closed".to_owned())),
-            recv(self.abort_rx) -> _ => { self.check()?; Err(Error::Pipeline("aborted".to_owned())) }
+            recv(pool.rx) -> b => b.map_err(|_| Error::Pipeline(PipelineError::new("buffer pool closed"))),
+            recv(self.abort_rx) -> _ => { self.check()?; Err(Error::Pipeline(PipelineError::new("aborted"))) }
         }
+    }
+}
+
+impl From<String> for PipelineError {
+    fn from(what: String) -> PipelineError {
+        PipelineError::new(what)
+    }
+}
+
+impl From<&str> for PipelineError {
+    fn from(what: &str) -> PipelineError {
+        PipelineError::new(what)
     }
 }
 
@@ -592,29 +713,28 @@ impl Writer {
     /// Create `name` in `storage` and start the pipeline. Nothing is visible under `name` until
     /// [`finish`](Self::finish) succeeds.
     pub fn create(storage: &dyn Storage, name: &str, opts: WriteOptions) -> Result<Writer> {
+        opts.check()?;
         let upload = storage.create(name)?;
         Writer::with_upload(upload, opts)
     }
 
     /// Start the pipeline on an upload already begun (a pipe, say).
     pub fn with_upload(upload: Box<dyn Upload>, opts: WriteOptions) -> Result<Writer> {
+        opts.check()?;
         let block_size = opts.block_size;
         let header = FileHeader::new(block_size)?;
-        let threads = if opts.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            opts.threads
-        };
-        let buffers =
-            if opts.buffers == 0 { default_buffers(threads) } else { opts.buffers.max(2) };
+        let (threads, buffers, room) = opts.resolved();
         let cpus = std::thread::available_parallelism().map_or(threads, |n| n.get());
-        let controller = ClassedController::new(
-            ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus),
-        );
+        let mut config = ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus);
+        if matches!(opts.strategy, Strategy::Static(_)) {
+            // Static means one codec and level: a block it cannot shrink is stored raw, but
+            // no probe mode (raw without an attempt, probes with other codecs).
+            config.probe_after = 0;
+        }
+        let controller = ClassedController::new(config);
         let keep = controller.keep_threshold();
         // A given number of buffers is kept as given; static strategies never mix.
-        let grow = opts.buffers == 0 && opts.strategy.is_adaptive();
-        let room = if grow { MIX_BUFFERS } else { 0 };
+        let grow = room > 0;
         let (abort_tx, abort_rx) = bounded::<()>(0);
         let shared = Arc::new(Shared {
             dispatch: Mutex::new(Dispatch { queue: VecDeque::new(), controller, closed: false }),
@@ -645,7 +765,7 @@ impl Writer {
             match spawned {
                 Ok(h) => workers.push(h),
                 Err(e) => {
-                    shared.fail(format!("cannot start a worker thread: {e}"));
+                    shared.fail("cannot start a worker thread");
                     return Err(Error::io("starting worker threads", e));
                 }
             }
@@ -1060,7 +1180,9 @@ impl Writer {
         let sequenced = self.join();
         self.shared.check()?;
         let Some(mut s) = sequenced else {
-            return Err(Error::Pipeline("the sequencer stopped without a result".to_owned()));
+            return Err(Error::Pipeline(PipelineError::new(
+                "the sequencer stopped without a result",
+            )));
         };
         let trailer = s.trailer.encode(s.file_offset);
         let t0 = Instant::now();
@@ -1101,6 +1223,38 @@ impl Writer {
             Some(s) => s.upload.abort().map_err(Error::from),
             None => Ok(()),
         }
+    }
+
+    /// Stop without committing, and keep the frames of the complete blocks written so far
+    /// for recovery (`adz recover`) where the storage can ([`Upload::abandon`]: a local
+    /// file's temporary file stays), as after a killed process, if there is at least one;
+    /// otherwise (and after a write error) the upload is aborted and nothing is left.
+    /// Dropping the writer does the same; this says what was kept.
+    pub fn abandon(mut self) -> Result<Option<Abandoned>> {
+        self.stop_and_keep()
+    }
+
+    fn stop_and_keep(&mut self) -> Result<Option<Abandoned>> {
+        if self.sequencer.is_none() {
+            return Ok(None);
+        }
+        let failed_before = self.shared.check().is_err();
+        if !failed_before {
+            // The blocks already handed over are written (a bounded wait: at most `buffers`
+            // of them); the partial block pending is dropped.
+            self.run_prediction(None);
+            self.close();
+        }
+        let sequenced = self.join();
+        self.shared.fail("the writer was dropped before finish");
+        let Some(s) = sequenced else { return Ok(None) };
+        let frames = s.trailer.entries().len() as u64;
+        if failed_before || frames == 0 {
+            s.upload.abort()?;
+            return Ok(None);
+        }
+        let raw_bytes = s.trailer.raw_size();
+        Ok(s.upload.abandon()?.map(|location| Abandoned { location, frames, raw_bytes }))
     }
 
     fn pending_len(&self) -> usize {
@@ -1217,23 +1371,23 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// A writer dropped without `finish` or `abort` (a panic, an early return): stop
-    /// everything, commit nothing, and keep the frames already written where the storage can
-    /// keep them ([`Upload::abandon`]: a local file's temporary file stays), so that they can be
-    /// recovered as after a killed process. After a write error the upload is aborted instead.
+    /// A writer dropped without `finish` or `abort` (a panic, an early return) does what
+    /// [`Writer::abandon`] does: commit nothing, keep the complete frames for recovery.
     fn drop(&mut self) {
-        if self.sequencer.is_some() {
-            let failed_before = self.shared.check().is_err();
-            self.shared.fail("the writer was dropped before finish".to_owned());
-            if let Some(s) = self.join() {
-                if failed_before {
-                    drop(s); // dropping the upload aborts it
-                } else {
-                    let _ = s.upload.abandon();
-                }
-            }
-        }
+        let _ = self.stop_and_keep();
     }
+}
+
+/// What [`Writer::abandon`] kept for recovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Abandoned {
+    /// Where the bytes are (for a local file, the path of its temporary file).
+    pub location: String,
+    /// Complete frames written there.
+    pub frames: u64,
+    /// Raw bytes those frames hold.
+    pub raw_bytes: u64,
 }
 
 /// An asynchronous write in progress.
@@ -1267,7 +1421,7 @@ impl<B> WriteHandle<B> {
         // Every block's reference was dropped before its count (see SharedSlice); the
         // writer's pending copy never references the buffer.
         Arc::try_unwrap(arc)
-            .map_err(|_| Error::Pipeline("the buffer is still referenced".to_owned()))
+            .map_err(|_| Error::Pipeline(PipelineError::new("the buffer is still referenced")))
     }
 }
 
@@ -1318,7 +1472,10 @@ fn worker(shared: &Shared, done_tx: &Sender<Done>, keep: f64) {
         let (header, payload_is_raw, mut frame_len) = match encoded {
             Ok(h) => h,
             Err(e) => {
-                shared.fail(format!("compressing the block at raw offset {}: {e}", job.raw_offset));
+                shared.fail(PipelineError::caused_by(
+                    format!("compressing the block at raw offset {}", job.raw_offset),
+                    e,
+                ));
                 return;
             }
         };
@@ -1401,7 +1558,7 @@ fn sequencer(
     let t0 = Instant::now();
     let mut failed = false;
     if let Err(e) = upload.append(&head) {
-        shared.fail(format!("writing the file header: {e}"));
+        shared.fail(PipelineError::caused_by("writing the file header", e));
         failed = true;
     }
     let mut sink_busy = t0.elapsed();
@@ -1438,7 +1595,7 @@ fn sequencer(
                     None => Ok(()),
                 });
             if let Err(e) = written {
-                shared.fail(format!("writing frame {}: {e}", d.seq));
+                shared.fail(PipelineError::caused_by(format!("writing frame {}", d.seq), e));
                 failed = true;
                 release(d);
                 continue;
@@ -1503,7 +1660,7 @@ fn sequencer(
                 let line = serde_json::to_string(&rec).unwrap_or_default();
                 if let Err(e) = writeln!(w, "{line}") {
                     drop(w);
-                    shared.fail(format!("writing the trace: {e}"));
+                    shared.fail(PipelineError::caused_by("writing the trace", e));
                     failed = true;
                 }
             }
@@ -1523,6 +1680,124 @@ mod tests {
     /// Take every buffer the pool holds now (without waiting).
     fn drain(p: &Pool) -> Vec<Vec<u8>> {
         std::iter::from_fn(|| p.rx.try_recv().ok()).collect()
+    }
+
+    fn static_opts(block_size: u32) -> WriteOptions {
+        WriteOptions {
+            strategy: Strategy::Static("zstd:1".parse().unwrap()),
+            threads: 1,
+            block_size,
+            ..Default::default()
+        }
+    }
+
+    fn files_in(dir: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn abandon_keeps_complete_frames_and_nothing_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = adz_store::LocalStorage::new(dir.path()).unwrap().sync_on_commit(false);
+        let mut w = Writer::create(&store, "a.adz", static_opts(4096)).unwrap();
+        w.write(b"less than a block").unwrap();
+        assert_eq!(w.abandon().unwrap(), None);
+        assert!(files_in(dir.path()).is_empty(), "a header alone is not kept");
+
+        // Dropped the same way.
+        let mut w = Writer::create(&store, "a.adz", static_opts(4096)).unwrap();
+        w.write(b"less than a block").unwrap();
+        drop(w);
+        assert!(files_in(dir.path()).is_empty());
+
+        let data: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 7) as u8).collect();
+        let mut w = Writer::create(&store, "b.adz", static_opts(4096)).unwrap();
+        w.write(&data).unwrap();
+        let kept = w.abandon().unwrap().expect("complete frames are kept");
+        assert_eq!((kept.frames, kept.raw_bytes), (3, 3 * 4096));
+        assert_eq!(files_in(dir.path()).len(), 1);
+        assert!(kept.location.contains(".b.adz.adz-tmp-"), "{}", kept.location);
+        let saved = adz_store::MemoryStorage::new();
+        let file = std::fs::File::open(&kept.location).unwrap();
+        let report = crate::recover_stream(file, saved.create("s.adz").unwrap()).unwrap();
+        assert_eq!(report.raw_bytes_kept, 3 * 4096);
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = adz_store::LocalStorage::new(dir.path()).unwrap();
+        let cases = [
+            (WriteOptions { threads: MAX_THREADS + 1, ..static_opts(4096) }, "threads"),
+            (WriteOptions { buffers: MAX_BUFFERS + 1, ..static_opts(4096) }, "buffers"),
+            (WriteOptions { buffers: 60_000, ..static_opts(64 << 20) }, "buffers"),
+        ];
+        for (opts, what) in cases {
+            let e = Writer::create(&store, "x.adz", opts).unwrap_err();
+            assert!(matches!(e, Error::Limit { option, .. } if option == what), "{e}");
+        }
+        assert!(files_in(dir.path()).is_empty());
+        let e = WriteOptions { buffers: 60_000, ..static_opts(64 << 20) }.check().unwrap_err();
+        assert!(e.to_string().contains("memory available"), "{e}");
+        assert!(WriteOptions { threads: MAX_THREADS, ..static_opts(4096) }.check().is_ok());
+        let default = WriteOptions::default();
+        assert!(default.buffer_memory() >= 2 * 6 * u64::from(DEFAULT_BLOCK_SIZE));
+    }
+
+    /// An upload that fails with "no space" once it holds `room` bytes.
+    #[derive(Debug)]
+    struct FullDisk {
+        room: u64,
+        written: u64,
+    }
+
+    impl Upload for FullDisk {
+        fn append(&mut self, data: &[u8]) -> adz_store::Result<()> {
+            if self.written + data.len() as u64 > self.room {
+                let source = std::io::Error::from_raw_os_error(28); // ENOSPC
+                return Err(adz_store::Error::Io { op: "append to", name: "o.adz".into(), source });
+            }
+            self.written += data.len() as u64;
+            Ok(())
+        }
+        fn bytes_written(&self) -> u64 {
+            self.written
+        }
+        fn commit(self: Box<Self>) -> adz_store::Result<u64> {
+            Ok(self.written)
+        }
+        fn abort(self: Box<Self>) -> adz_store::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_sink_error_keeps_its_cause_in_the_chain_once() {
+        let upload = Box::new(FullDisk { room: 10_000, written: 0 });
+        let mut w = Writer::with_upload(upload, static_opts(4096)).unwrap();
+        let data: Vec<u8> =
+            (0..1_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        let e = match w.write(&data) {
+            Err(e) => e,
+            Ok(()) => w.finish().unwrap_err(),
+        };
+        assert!(matches!(e, Error::Pipeline(_)), "{e:?}");
+        let mut chain = Vec::new();
+        let mut c: Option<&dyn std::error::Error> = Some(&e);
+        while let Some(x) = c {
+            chain.push(x.to_string());
+            c = x.source();
+        }
+        let all = chain.join(": ");
+        assert!(chain[0].starts_with("write failed: writing frame"), "{all}");
+        assert!(chain.last().unwrap().contains("No space left on device"), "{all}");
+        assert_eq!(all.matches("No space left").count(), 1, "{all}");
+        assert!(all.contains("append to \"o.adz\" failed"), "{all}");
     }
 
     #[test]

@@ -473,7 +473,9 @@ fn a_store_that_returns_short_reads_gives_an_error_not_a_panic() {
     let r = Reader::open(lying.clone(), "f.adz", ReaderOptions::default()).unwrap();
     lying.1.store(true, std::sync::atomic::Ordering::Relaxed);
     let err = r.read_range(10_000, 10).unwrap_err();
-    assert!(err.to_string().contains("storage returned"), "{err}");
+    // The cause is the error's source (a chain prints each once).
+    let cause = std::error::Error::source(&err).map(|s| s.to_string()).unwrap_or_default();
+    assert!(cause.contains("storage returned"), "{err}: {cause}");
 }
 
 /// Which ranges a [`FailingRanges`] fails.

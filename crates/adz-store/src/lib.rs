@@ -168,6 +168,13 @@ pub trait Upload: Send + fmt::Debug {
     /// The number of bytes appended so far.
     fn bytes_written(&self) -> u64;
 
+    /// Where the bytes appended so far are until the commit, if in a local file (a
+    /// [`LocalStorage`] upload's temporary file), so that a process stopped by a signal can
+    /// remove it, or say where it is. `None` for other backends.
+    fn temporary_path(&self) -> Option<&std::path::Path> {
+        None
+    }
+
     /// Publishes the object atomically and returns its size.
     ///
     /// When this returns `Ok`, the object is durable (as far as the backend can promise) and

@@ -8,8 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{validate_name, validate_prefix, Error, ObjectMeta, Result, Storage, Tail, Upload};
 
-/// Marks the files of uploads in progress: `.{file name}.adz-tmp-{pid}-{counter}`.
+/// Marks the files of uploads in progress: `.{file name}.adz-tmp-{pid}-{counter}`. A killed
+/// writer of an adz file leaves one; `adz recover` salvages its complete frames.
 const TEMP_MARKER: &str = ".adz-tmp-";
+
+/// Marks the files of uploads in progress whose bytes are not an adz file (a decompressed
+/// output): `.{file name}.adz-incomplete-{pid}-{counter}`. Nothing in one can be recovered.
+const INCOMPLETE_MARKER: &str = ".adz-incomplete-";
 
 /// Makes temporary names unique among the uploads of this process (the pid makes them unique
 /// between processes), however many `LocalStorage` values point at the same directory.
@@ -43,6 +48,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct LocalStorage {
     root: PathBuf,
     sync: bool,
+    recoverable: bool,
 }
 
 impl LocalStorage {
@@ -58,7 +64,7 @@ impl LocalStorage {
                 "the storage root is not a directory",
             )));
         }
-        Ok(LocalStorage { root, sync: true })
+        Ok(LocalStorage { root, sync: true, recoverable: true })
     }
 
     /// Splits a file path into a store rooted at its directory and the object name of the
@@ -89,6 +95,15 @@ impl LocalStorage {
         self
     }
 
+    /// Whether uploads write adz files, whose temporary files are named for recovery (the
+    /// default: `.{name}.adz-tmp-{pid}-{n}`, which `adz recover` salvages after a crash), or
+    /// other bytes (a decompressed output: `.{name}.adz-incomplete-{pid}-{n}`, which holds
+    /// nothing to salvage and can be deleted).
+    pub fn recoverable_temporaries(mut self, recoverable: bool) -> LocalStorage {
+        self.recoverable = recoverable;
+        self
+    }
+
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
@@ -100,7 +115,7 @@ impl LocalStorage {
         if name.rsplit('/').next().is_some_and(is_temp_file_name) {
             return Err(Error::InvalidName {
                 name: name.to_owned(),
-                reason: "names like `.{name}.adz-tmp-*` are reserved for uploads in progress",
+                reason: "names like `.{name}.adz-tmp-*` (or `.adz-incomplete-*`) are reserved for uploads in progress",
             });
         }
         Ok(name.split('/').fold(self.root.clone(), |path, segment| path.join(segment)))
@@ -171,7 +186,8 @@ impl LocalStorage {
 }
 
 fn is_temp_file_name(file_name: &str) -> bool {
-    file_name.starts_with('.') && file_name.contains(TEMP_MARKER)
+    file_name.starts_with('.')
+        && (file_name.contains(TEMP_MARKER) || file_name.contains(INCOMPLETE_MARKER))
 }
 
 fn len_usize(op: &'static str, name: &str, len: u64) -> Result<usize> {
@@ -221,7 +237,8 @@ impl Storage for LocalStorage {
         let mut attempts = 0;
         let (file, temp_path) = loop {
             let counter = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let temp_name = format!(".{file_name}{TEMP_MARKER}{}-{counter}", std::process::id());
+            let marker = if self.recoverable { TEMP_MARKER } else { INCOMPLETE_MARKER };
+            let temp_name = format!(".{file_name}{marker}{}-{counter}", std::process::id());
             let temp_path = dir.join(temp_name);
             match OpenOptions::new().write(true).create_new(true).open(&temp_path) {
                 Ok(file) => break (file, temp_path),
@@ -369,6 +386,10 @@ impl Upload for LocalUpload {
         self.written
     }
 
+    fn temporary_path(&self) -> Option<&Path> {
+        Some(&self.temp_path)
+    }
+
     fn commit(mut self: Box<Self>) -> Result<u64> {
         let file = self.file.take().expect("commit and abort consume the upload");
         if let Err(err) = self.publish(file) {
@@ -475,6 +496,21 @@ mod tests {
         assert_eq!(files.len(), 1);
         assert!(kept.ends_with(&files[0]) && files[0].starts_with(".a.adz.adz-tmp-"), "{kept}");
         assert_eq!(fs::read(&kept).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn outputs_that_are_not_adz_files_get_a_temporary_name_that_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStorage::new(dir.path()).unwrap().recoverable_temporaries(false);
+        let mut upload = store.create("out.bin").unwrap();
+        upload.append(b"abc").unwrap();
+        let files = files_in(dir.path());
+        assert!(files[0].starts_with(".out.bin.adz-incomplete-"), "{files:?}");
+        assert_eq!(upload.temporary_path(), Some(dir.path().join(&files[0]).as_path()));
+        assert!(store.list("").unwrap().is_empty(), "not an object");
+        assert!(matches!(store.size(&files[0]), Err(Error::InvalidName { .. })), "reserved");
+        drop(upload);
+        assert!(files_in(dir.path()).is_empty());
     }
 
     #[test]
