@@ -280,6 +280,8 @@ pub fn cat(a: CatArgs) -> Result<ExitCode> {
     let Some(reader) = reader else {
         return cat_stream(&input, a.offset, a.length, a.read.stats, &mut out);
     };
+    // Even an empty or out-of-range read fails on a file that is not adz.
+    reader.check_header().with_context(|| format!("reading {}", input.describe()))?;
     let end = match a.length {
         Some(n) => a.offset.saturating_add(n).min(reader.len()),
         None => reader.len(),

@@ -660,9 +660,10 @@ impl Reader {
         Ok(out)
     }
 
-    /// The file header is checked before the first frame is decoded (it was not in the tail
-    /// that `open` read, and `open` spends no request on it).
-    fn check_header(&self) -> Result<()> {
+    /// Check the file header (once: later calls cost nothing). Every read does this before it
+    /// returns, even a read of nothing; `open` spends no request on it when the header was
+    /// not in the tail it read.
+    pub fn check_header(&self) -> Result<()> {
         if self.header_checked.load(Ordering::Acquire) {
             return Ok(());
         }
