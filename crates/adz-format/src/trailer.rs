@@ -212,8 +212,8 @@ impl Footer {
                 "frame_count",
                 f.frame_count,
                 format!(
-                    "{} frames of at least {MIN_FRAME_LEN} bytes each cannot fill the {room} bytes \
-                     before the index",
+                    "{} frames of at least {MIN_FRAME_LEN} bytes each do not fit in the {room} \
+                     bytes before the index",
                     f.frame_count
                 ),
             ));
