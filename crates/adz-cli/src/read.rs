@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use adz_core::store::{self, ObjectMeta, Storage, Tail, Upload};
-use adz_core::{decode_stream, recover_stream, Decoder, ReadStats, Reader, ReaderOptions};
+use adz_core::{
+    decode_stream, recover_sized, recover_stream, Decoder, ReadStats, Reader, ReaderOptions,
+};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
@@ -285,6 +287,8 @@ pub fn cat(a: CatArgs) -> Result<ExitCode> {
     let Some(reader) = reader else {
         return cat_stream(&input, a.offset, a.length, a.read.stats, &mut out);
     };
+    // Even an empty or out-of-range read fails on a file that is not adz.
+    reader.check_header().with_context(|| format!("reading {}", input.describe()))?;
     let end = match a.length {
         Some(n) => a.offset.saturating_add(n).min(reader.len()),
         None => reader.len(),
@@ -376,16 +380,22 @@ pub fn recover(a: RecoverArgs) -> Result<ExitCode> {
             }
         }
     }
-    let src: Box<dyn Read> = match input.path() {
-        Some(p) => Box::new(BufReader::with_capacity(
-            1 << 20,
-            File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
-        )),
-        None => input.reader()?,
+    // A regular file's length says how much was dropped; only a stream is read to its end.
+    let (src, len): (Box<dyn Read>, Option<u64>) = match input.path() {
+        Some(p) => {
+            let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            let meta = f.metadata().with_context(|| format!("cannot read {}", p.display()))?;
+            let len = meta.is_file().then_some(meta.len());
+            (Box::new(BufReader::with_capacity(1 << 20, f)), len)
+        }
+        None => (input.reader()?, None),
     };
     let (upload, out_name) = crate::io::create_upload(&a.output, a.force)?;
-    let report = recover_stream(src, upload)
-        .with_context(|| format!("recovering {} into {out_name}", input.describe()))?;
+    let report = match len {
+        Some(len) => recover_sized(src, len, upload),
+        None => recover_stream(src, upload),
+    }
+    .with_context(|| format!("recovering {} into {out_name}", input.describe()))?;
     if a.json {
         let mut out = io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &report)?;

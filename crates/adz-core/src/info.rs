@@ -5,13 +5,16 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
 use adz_format::{
-    CodecId, CodecSpec, FileHeader, Footer, FrameHeader, Index, IndexEntry, FILE_HEADER_LEN,
+    CodecId, CodecSpec, FileHeader, Footer, FrameHeader, IndexEntry, IndexParser, FILE_HEADER_LEN,
     FOOTER_LEN, FRAME_HEADER_LEN, VERSION_MAJOR,
 };
 use serde::Serialize;
 
 use crate::scan::FrameScanner;
 use crate::{Error, Result};
+
+/// The largest piece of an index [`FileInfo::read_seekable`] reads at once.
+const INDEX_PIECE: u64 = 1 << 20;
 
 /// Totals for one configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -117,11 +120,17 @@ impl FileInfo {
         r.seek(SeekFrom::End(-(tail_len as i64))).map_err(io("seeking"))?;
         r.read_exact(&mut tail).map_err(io("reading the footer"))?;
         let footer = Footer::parse(&tail, file_len)?;
-        // Footer::parse has checked that the trailer fits in the file.
-        let mut trailer = vec![0u8; (file_len - footer.index_offset) as usize];
+        // In bounded pieces, each checked before the next is read: the index may be large,
+        // and a footer may lie about it.
         r.seek(SeekFrom::Start(footer.index_offset)).map_err(io("seeking"))?;
-        r.read_exact(&mut trailer).map_err(io("reading the index"))?;
-        let index = Index::parse(&trailer, &footer)?;
+        let mut parser = IndexParser::new(&footer);
+        let mut piece = vec![0u8; parser.remaining().min(INDEX_PIECE) as usize];
+        while parser.remaining() > 0 {
+            let n = parser.remaining().min(piece.len() as u64) as usize;
+            r.read_exact(&mut piece[..n]).map_err(io("reading the index"))?;
+            parser.feed(&piece[..n])?;
+        }
+        let index = parser.finish()?;
         let mut info = FileInfo::new(&header, index.entries(), file_len);
         if frames {
             let mut list = Vec::with_capacity(index.entries().len());

@@ -38,7 +38,7 @@ pub use pipeline::{
     Writer,
 };
 pub use reader::{ReadStats, Reader, ReaderCursor, ReaderOptions};
-pub use recover::{recover, recover_stream, RecoverReport};
+pub use recover::{recover, recover_sized, recover_stream, RecoverReport};
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{
     decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, VerifyReport,

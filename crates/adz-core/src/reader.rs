@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use adz_format::{
-    FileHeader, Footer, FrameHeader, Index, IndexEntry, FILE_HEADER_LEN, FOOTER_LEN,
+    FileHeader, Footer, FrameHeader, Index, IndexEntry, IndexParser, FILE_HEADER_LEN, FOOTER_LEN,
     FRAME_HEADER_LEN,
 };
 use adz_store::Storage;
@@ -48,6 +48,9 @@ use crate::{Error, FrameDecoder, Result};
 /// to about 1600 frames (1.6 GiB at the default block size), the whole index, in one request.
 pub const TAIL_GUESS: u64 = 64 << 10;
 
+/// The largest piece of an index [`Reader::open`] reads at once (beyond the tail).
+const INDEX_PIECE: u64 = 4 << 20;
+
 /// Default size of the cache of decoded frames.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
@@ -57,12 +60,35 @@ pub const DEFAULT_COALESCE_BYTES: u64 = 8 << 20;
 /// Default largest [`Reader::read_range`] (it allocates what it returns).
 pub const DEFAULT_MAX_RANGE_BYTES: u64 = 1 << 30;
 
-/// Raw bytes one [`Reader::read_at`] decodes at once before it copies them out (plus one
-/// frame): bounds its memory whatever the length asked for.
+/// Default bound on the bytes one read holds at once, decoded or fetched and not yet handed
+/// over ([`ReaderOptions::max_in_flight_bytes`]).
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Raw bytes one [`Reader::read_at`] decodes at once before it copies them out (at most, and
+/// at least one frame): bounds its memory whatever the length asked for.
 const BATCH_RAW_BYTES: u64 = 32 << 20;
+
+/// The most decoding threads a reader accepts.
+pub const MAX_THREADS: usize = 1024;
+
+/// Frames in one run of [`Reader::copy_to`] at most, so a thread's share of work stays small.
+const RUN_FRAMES: usize = 4;
 
 /// Decoded frames, shared with the cache.
 type Frames = Vec<Arc<Vec<u8>>>;
+
+/// What [`Reader::copy_to`]'s workers and writer share.
+#[derive(Debug, Default)]
+struct Flight {
+    /// Runs written out so far.
+    written: usize,
+    /// Runs that have taken their bytes (in order).
+    reserved: usize,
+    /// Bytes the reserved and unwritten runs hold.
+    held: u64,
+    /// A failure stops everyone.
+    failed: bool,
+}
 
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +104,12 @@ pub struct ReaderOptions {
     /// The largest [`Reader::read_range`]; larger reads go through
     /// [`read_at`](Reader::read_at) or [`copy_to`](Reader::copy_to).
     pub max_range_bytes: u64,
+    /// Bytes one call ([`copy_to`](Reader::copy_to), [`read_at`](Reader::read_at)) holds at
+    /// once: decoded frames not yet written out plus the compressed bytes fetched for them.
+    /// At least one frame is always let through (a frame may hold 64 MiB), so the bound is
+    /// `max(max_in_flight_bytes, one frame)` per call, whatever the threads or the file
+    /// claims (docs/READING.md, "Memory").
+    pub max_in_flight_bytes: u64,
 }
 
 impl Default for ReaderOptions {
@@ -87,6 +119,7 @@ impl Default for ReaderOptions {
             threads: 0,
             coalesce_bytes: DEFAULT_COALESCE_BYTES,
             max_range_bytes: DEFAULT_MAX_RANGE_BYTES,
+            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
         }
     }
 }
@@ -183,10 +216,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Reader {
-    /// Open `name` in `storage`: read its trailer (one request for the file's tail, and one
-    /// more only if the index is larger than [`TAIL_GUESS`]) and check it. Nothing is
-    /// allocated from a length before it is checked against the file's size.
+    /// Open `name` in `storage`: read its trailer (one request for the file's tail and, if the
+    /// index is larger than [`TAIL_GUESS`], one more per 4 MiB of the rest) and check it.
+    /// Nothing is allocated from a length before it is checked: the footer's frame count is
+    /// bounded by the bytes before the index, and the index is read in bounded pieces, each
+    /// checked before the next is asked for.
     pub fn open(storage: Arc<dyn Storage>, name: &str, opts: ReaderOptions) -> Result<Reader> {
+        check_threads(opts.threads)?;
         let counters = Counters::default();
         let tail = storage.get_tail(name, TAIL_GUESS)?;
         counters.fetches.fetch_add(1, Ordering::Relaxed);
@@ -221,17 +257,24 @@ impl Reader {
             let start = (footer.index_offset - tail_offset) as usize;
             Index::parse(&tail.bytes[start..], &footer)?
         } else {
-            // Footer::parse checked that index_offset + trailer == file_len, so the trailer
-            // is at most the file's size: read the part the tail missed.
-            let head = storage.get_range(name, footer.index_offset..tail_offset)?;
-            counters.fetches.fetch_add(1, Ordering::Relaxed);
-            counters.bytes_fetched.fetch_add(head.len() as u64, Ordering::Relaxed);
-            if head.len() as u64 != tail_offset - footer.index_offset {
-                return Err(short_read(name, head.len(), tail_offset - footer.index_offset));
+            // A large index: read the part the tail missed in pieces of INDEX_PIECE, each
+            // checked as it comes, so a footer that lies about its index (a sparse file, say)
+            // costs one piece, and memory is one piece plus the entries checked so far.
+            let mut parser = IndexParser::new(&footer);
+            let mut at = footer.index_offset;
+            while at < tail_offset {
+                let end = tail_offset.min(at + INDEX_PIECE);
+                let piece = storage.get_range(name, at..end)?;
+                counters.fetches.fetch_add(1, Ordering::Relaxed);
+                counters.bytes_fetched.fetch_add(piece.len() as u64, Ordering::Relaxed);
+                if piece.len() as u64 != end - at {
+                    return Err(short_read(name, piece.len(), end - at));
+                }
+                parser.feed(&piece)?;
+                at = end;
             }
-            let mut trailer = head;
-            trailer.extend_from_slice(&tail.bytes);
-            Index::parse(&trailer, &footer)?
+            parser.feed(&tail.bytes)?;
+            parser.finish()?
         };
         debug_assert!(tail.bytes.len() >= FOOTER_LEN);
         let threads = if opts.threads == 0 {
@@ -273,6 +316,11 @@ impl Reader {
         self.file_len
     }
 
+    /// The options it was opened with.
+    pub fn options(&self) -> &ReaderOptions {
+        &self.opts
+    }
+
     /// The object name this reader reads.
     pub fn name(&self) -> &str {
         &self.name
@@ -293,18 +341,22 @@ impl Reader {
     /// Read raw bytes from `offset` into `buf`; returns how many were read: `buf.len()`, or
     /// fewer only at the end of the file (0 at or past it).
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        // Even a read of nothing fails on a file that is not adz.
+        self.check_header()?;
         let end = offset.saturating_add(buf.len() as u64).min(self.len());
         if offset >= end {
             return Ok(0);
         }
         let frames = self.index.frames_for(offset..end);
+        let limit = BATCH_RAW_BYTES.min(self.opts.max_in_flight_bytes);
         let mut first = frames.start;
         while first < frames.end {
-            // Batches bound the memory of one call: about BATCH_RAW_BYTES decoded at once.
+            // Batches bound the memory of one call: at most `limit` bytes decoded and fetched
+            // at once (or one frame, if it alone is larger).
             let mut last = first + 1;
-            let mut raw = u64::from(self.index.entries()[first].raw_len);
-            while last < frames.end && raw < BATCH_RAW_BYTES {
-                raw += u64::from(self.index.entries()[last].raw_len);
+            let mut held = self.cost(first);
+            while last < frames.end && held + self.cost(last) <= limit {
+                held += self.cost(last);
                 last += 1;
             }
             let decoded = self.load(first..last)?;
@@ -341,20 +393,25 @@ impl Reader {
     }
 
     /// Decode the whole file to `out`, in order, with `threads` decoding threads (0 = the
-    /// reader's setting). Memory stays bounded: at most about four batches of frames per
-    /// thread are fetched or decoded and not yet written. Bypasses the cache, which a whole
-    /// file would only flush. Returns the raw bytes written.
+    /// reader's setting). Memory stays bounded: workers run at most `2 × threads` runs of
+    /// frames ahead of the writer, and the runs fetched or decoded and not yet written hold at
+    /// most [`ReaderOptions::max_in_flight_bytes`] (or one run, if it alone is larger), however
+    /// large the frames claim to be. Bypasses the cache, which a whole file would only flush.
+    /// Returns the raw bytes written.
     pub fn copy_to<W: Write>(&self, mut out: W, threads: usize) -> Result<u64> {
+        check_threads(threads)?;
         let threads = if threads == 0 { self.threads } else { threads };
+        self.check_header()?;
         let jobs = self.jobs();
         if jobs.is_empty() {
             out.flush().map_err(|e| Error::io("flushing the output", e))?;
             return Ok(0);
         }
         let window = 2 * threads;
+        let budget = self.opts.max_in_flight_bytes;
+        let cost = |j: usize| jobs[j].clone().map(|i| self.cost(i)).sum::<u64>();
         let next_job = AtomicUsize::new(0);
-        // Jobs written so far, and a failure that stops everyone.
-        let progress = Mutex::new((0usize, false));
+        let progress = Mutex::new(Flight::default());
         let moved = Condvar::new();
         let (tx, rx) = crossbeam::channel::unbounded::<(usize, Result<Frames>)>();
         let mut written = 0u64;
@@ -368,13 +425,23 @@ impl Reader {
                         return;
                     }
                     {
+                        // Runs take their bytes in order, so the run the writer waits for
+                        // never waits for bytes that later runs hold.
+                        let need = cost(j);
                         let mut p = lock(progress);
-                        while !p.1 && j >= p.0 + window {
+                        while !p.failed
+                            && (p.reserved != j
+                                || j >= p.written + window
+                                || (p.held > 0 && p.held + need > budget))
+                        {
                             p = moved.wait(p).unwrap_or_else(|e| e.into_inner());
                         }
-                        if p.1 {
+                        if p.failed {
                             return;
                         }
+                        p.reserved += 1;
+                        p.held += need;
+                        moved.notify_all();
                     }
                     let r = self.fetch_decode(jobs[j].clone());
                     let failed = r.is_err();
@@ -384,8 +451,8 @@ impl Reader {
                 });
             }
             drop(tx);
-            let stop = |p: &Mutex<(usize, bool)>| {
-                lock(p).1 = true;
+            let stop = |p: &Mutex<Flight>| {
+                lock(p).failed = true;
                 moved.notify_all();
             };
             let mut waiting = BTreeMap::new();
@@ -411,8 +478,12 @@ impl Reader {
                         }
                         written += data.len() as u64;
                     }
+                    let done = cost(next);
                     next += 1;
-                    lock(&progress).0 = next;
+                    let mut p = lock(&progress);
+                    p.written = next;
+                    p.held -= done;
+                    drop(p);
                     moved.notify_all();
                 }
             }
@@ -423,14 +494,30 @@ impl Reader {
         Ok(written)
     }
 
-    /// Runs of neighbouring frames, each fetched in one request of at most `coalesce_bytes`
-    /// (and at most 4 frames, so that a thread's share of the work stays small).
+    /// Bytes frame `i` holds while in flight: its decoded data and its fetched bytes.
+    fn cost(&self, i: usize) -> u64 {
+        let e = &self.index.entries()[i];
+        u64::from(e.raw_len) + (e.file_range().end - e.file_offset)
+    }
+
+    /// Runs of neighbouring frames, each fetched in one request of at most `coalesce_bytes`,
+    /// of at most [`RUN_FRAMES`] frames and, with several frames, at most a quarter of
+    /// `max_in_flight_bytes` (so that several runs fit in the budget).
     fn jobs(&self) -> Vec<Range<usize>> {
         let entries = self.index.entries();
+        let quarter = self.opts.max_in_flight_bytes / 4;
         let mut jobs = Vec::new();
         let mut start = 0;
         while start < entries.len() {
-            let end = self.run_end(start, entries.len(), 4);
+            let mut end = self.run_end(start, entries.len(), RUN_FRAMES);
+            let mut held = self.cost(start);
+            for i in start + 1..end {
+                held += self.cost(i);
+                if held > quarter {
+                    end = i;
+                    break;
+                }
+            }
             jobs.push(start..end);
             start = end;
         }
@@ -573,9 +660,10 @@ impl Reader {
         Ok(out)
     }
 
-    /// The file header is checked before the first frame is decoded (it was not in the tail
-    /// that `open` read, and `open` spends no request on it).
-    fn check_header(&self) -> Result<()> {
+    /// Check the file header (once: later calls cost nothing). Every read does this before it
+    /// returns, even a read of nothing; `open` spends no request on it when the header was
+    /// not in the tail it read.
+    pub fn check_header(&self) -> Result<()> {
         if self.header_checked.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -609,6 +697,17 @@ fn about_the_object(e: &adz_store::Error) -> bool {
         E::RetriesExhausted { last, .. } => about_the_object(last),
         _ => false,
     }
+}
+
+/// Refuse a thread count no machine needs before any thread is spawned (spawning 100 000
+/// aborts the process).
+fn check_threads(threads: usize) -> Result<()> {
+    if threads > MAX_THREADS {
+        return Err(Error::Config(format!(
+            "{threads} decoding threads is more than {MAX_THREADS}; 0 means one per core"
+        )));
+    }
+    Ok(())
 }
 
 /// A storage that returned another number of bytes than asked for (a misbehaving backend).

@@ -63,7 +63,18 @@ pub fn recover(
     let size = storage.size(name)?;
     let src = io::BufReader::with_capacity(1 << 20, StorageRead { storage, name, pos: 0, size });
     let upload = out.create(out_name)?;
-    recover_stream(src, upload)
+    recover_inner(src, Some(size), upload)
+}
+
+/// [`recover_stream`] for an input of known length `input_len` (a regular file): the bytes
+/// after the last kept frame are counted from the length, not read, so a scan that stops
+/// early on a huge file stops reading there too.
+pub fn recover_sized<R: Read>(
+    src: R,
+    input_len: u64,
+    upload: Box<dyn Upload>,
+) -> Result<RecoverReport> {
+    recover_inner(src, Some(input_len), upload)
 }
 
 /// Recover the adz stream `src` into `upload`, which is committed once the output is
@@ -71,7 +82,15 @@ pub fn recover(
 ///
 /// Fails only if `src` does not start with a valid file header (nothing can be recovered
 /// then: it is not an adz file, or it was cut within its first 32 bytes) or on an I/O error.
-pub fn recover_stream<R: Read>(src: R, mut upload: Box<dyn Upload>) -> Result<RecoverReport> {
+pub fn recover_stream<R: Read>(src: R, upload: Box<dyn Upload>) -> Result<RecoverReport> {
+    recover_inner(src, None, upload)
+}
+
+fn recover_inner<R: Read>(
+    src: R,
+    input_len: Option<u64>,
+    mut upload: Box<dyn Upload>,
+) -> Result<RecoverReport> {
     let mut src = CountingRead { inner: src, count: 0 };
     let mut scan = FrameScanner::new(&mut src);
     let header: FileHeader = scan.file_header()?;
@@ -105,13 +124,19 @@ pub fn recover_stream<R: Read>(src: R, mut upload: Box<dyn Upload>) -> Result<Re
         }
     };
     drop(scan);
-    // Count the rest of the input, so the report can say how much was dropped.
-    io::copy(&mut src, &mut io::sink()).map_err(|e| Error::io("reading the input", e))?;
-    let input_bytes = src.count;
+    // The report says how much was dropped: from the length when it is known, else by
+    // reading the rest of the stream.
+    let input_bytes = match input_len {
+        Some(len) => len.max(src.count),
+        None => {
+            io::copy(&mut src, &mut io::sink()).map_err(|e| Error::io("reading the input", e))?;
+            src.count
+        }
+    };
     let trailer = kept.encode(file_offset);
     upload.append(&trailer)?;
     let output_bytes = upload.commit()?;
-    let bytes_dropped = if complete { 0 } else { input_bytes - file_offset };
+    let bytes_dropped = if complete { 0 } else { input_bytes.saturating_sub(file_offset) };
     Ok(RecoverReport {
         frames_kept: kept.entries().len() as u64,
         raw_bytes_kept: kept.raw_size(),

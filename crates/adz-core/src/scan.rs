@@ -114,11 +114,14 @@ impl<R: Read> FrameScanner<R> {
             .into());
         }
         let stored = header.stored_len as usize;
-        self.payload.resize(stored, 0);
-        let mut payload = std::mem::take(&mut self.payload);
-        let got = self.read_full(&mut payload);
-        self.payload = payload;
-        let got = got?;
+        // Grown as bytes arrive, not from the claimed length: a cut or hostile stream costs
+        // what it holds, not the up to 64 MiB its header claims.
+        self.payload.clear();
+        self.payload.reserve(stored.min(1 << 20));
+        let got = (&mut self.src)
+            .take(stored as u64)
+            .read_to_end(&mut self.payload)
+            .map_err(|e| Error::io(format!("reading at offset {}", self.offset), e))?;
         if got < stored {
             self.torn = Some(header);
             return Err(adz_format::Error::Truncated {
@@ -190,14 +193,25 @@ impl<R: Read> FrameScanner<R> {
             .into());
         }
         let file_len = index_offset + trailer.len() as u64;
-        if trailer != self.seen.encode(index_offset) {
+        let expected = self.seen.encode(index_offset);
+        if trailer != expected {
             // Say precisely what is wrong where the format's own checks can tell.
             let footer = Footer::parse(&trailer, file_len)?;
             Index::parse(&trailer, &footer)?;
+            // Well formed, so the entries are what differs: name the first that does.
+            let frame = trailer[INDEX_HEADER_LEN..]
+                .chunks_exact(INDEX_ENTRY_LEN)
+                .zip(expected[INDEX_HEADER_LEN..].chunks_exact(INDEX_ENTRY_LEN))
+                .take(seen as usize)
+                .position(|(a, b)| a != b)
+                .map_or(seen, |i| i as u64);
             return Err(adz_format::Error::IndexMismatch {
-                frame: 0,
-                reason: "the trailer is well formed but does not describe the frames in the file"
-                    .to_owned(),
+                frame,
+                reason: format!(
+                    "the trailer is well formed but this entry does not describe frame {frame} \
+                     as the file holds it (at offset {})",
+                    self.seen.entries().get(frame as usize).map_or(index_offset, |e| e.file_offset)
+                ),
             }
             .into());
         }

@@ -41,8 +41,8 @@ pub use header::{FileHeader, FILE_HEADER_LEN, FILE_MAGIC, VERSION_MAJOR, VERSION
 pub use ids::{CodecId, FilterId};
 pub use spec::{CodecSpec, FilterSpec, Filters, FILTER_SLOTS};
 pub use trailer::{
-    parse_index_header, Footer, Index, IndexEntry, TrailerBuilder, FOOTER_LEN, FOOTER_MAGIC,
-    INDEX_ENTRY_LEN, INDEX_HEADER_LEN, INDEX_MAGIC,
+    parse_index_header, Footer, Index, IndexEntry, IndexParser, TrailerBuilder, FOOTER_LEN,
+    FOOTER_MAGIC, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, INDEX_MAGIC, MIN_FRAME_LEN,
 };
 
 /// The largest raw length of one frame: 64 MiB. No reader allocates more than this for a frame.

@@ -17,6 +17,9 @@ pub const INDEX_ENTRY_LEN: usize = 40;
 pub const FOOTER_LEN: usize = 40;
 /// The footer magic, the file's last 8 bytes: "ADZ-END\n".
 pub const FOOTER_MAGIC: [u8; 8] = *b"ADZ-END\n";
+/// The smallest frame: its header and one payload byte (a frame holds at least one raw byte,
+/// and its payload at least one byte). Bounds how many frames the bytes before an index hold.
+pub const MIN_FRAME_LEN: u64 = FRAME_HEADER_LEN as u64 + 1;
 
 const IDX_COUNT_OFFSET: usize = INDEX_MAGIC.len() + 4;
 
@@ -202,6 +205,19 @@ impl Footer {
                 ),
             ));
         }
+        // The frames lie between the file header and the index: no more of them than fit.
+        let room = f.index_offset - FILE_HEADER_LEN as u64;
+        if f.frame_count > room / MIN_FRAME_LEN || (f.frame_count == 0 && room != 0) {
+            return Err(bad(
+                "frame_count",
+                f.frame_count,
+                format!(
+                    "{} frames of at least {MIN_FRAME_LEN} bytes each do not fit in the {room} \
+                     bytes before the index",
+                    f.frame_count
+                ),
+            ));
+        }
         Ok(f)
     }
 
@@ -223,7 +239,8 @@ pub struct Index {
 impl Index {
     /// Parse the trailer `b` (from the index header to the end of the file), whose footer has
     /// already been parsed by [`Footer::parse`]. Checks the checksum and that the entries
-    /// describe contiguous frames from the file header to the index.
+    /// describe contiguous frames from the file header to the index. An index too large to
+    /// hold in one piece is read with an [`IndexParser`] instead.
     pub fn parse(b: &[u8], footer: &Footer) -> Result<Index> {
         let off = footer.index_offset;
         let needed = footer.trailer_len().unwrap_or(u64::MAX);
@@ -238,92 +255,16 @@ impl Index {
         if b[..INDEX_MAGIC.len()] != INDEX_MAGIC {
             return Err(Error::BadMagic { what: "index".to_owned(), offset: off });
         }
+        // With the whole trailer at hand, a damaged one is reported as a checksum mismatch
+        // before its fields are judged.
         let sum_end = b.len() - FOOTER_LEN + F_CHECKSUM;
         let computed = xxh3(&b[..sum_end]);
         if computed != footer.index_checksum {
-            return Err(Error::Checksum {
-                what: "index".to_owned(),
-                offset: off,
-                stored: footer.index_checksum,
-                computed,
-            });
+            return Err(index_checksum_error(footer, computed));
         }
-        let bad = |field: &'static str, value: u64, reason: String| Error::BadField {
-            what: "index".to_owned(),
-            offset: off,
-            field,
-            value: i128::from(value),
-            reason,
-        };
-        let reserved = le_u32(b, INDEX_MAGIC.len());
-        if reserved != 0 {
-            return Err(bad("reserved", u64::from(reserved), "must be zero".to_owned()));
-        }
-        let count = le_u64(b, IDX_COUNT_OFFSET);
-        if count != footer.frame_count {
-            return Err(bad(
-                "frame_count",
-                count,
-                format!("the footer says {}", footer.frame_count),
-            ));
-        }
-        let mut entries = Vec::with_capacity(count as usize);
-        let mut next_file = FILE_HEADER_LEN as u64;
-        let mut next_raw = 0u64;
-        for (i, chunk) in
-            b[INDEX_HEADER_LEN..b.len() - FOOTER_LEN].chunks_exact(INDEX_ENTRY_LEN).enumerate()
-        {
-            let e = IndexEntry::parse(chunk);
-            let i = i as u64;
-            let mismatch = |reason: String| Error::IndexMismatch { frame: i, reason };
-            if le_u32(chunk, E_RESERVED) & 0xFFFF != 0 || e.flags & !FLAG_STORED_RAW != 0 {
-                return Err(mismatch("reserved bits are set".to_owned()));
-            }
-            if e.raw_len == 0 || e.raw_len > MAX_FRAME_RAW_LEN {
-                return Err(mismatch(format!(
-                    "raw_len {} outside 1..={MAX_FRAME_RAW_LEN}",
-                    e.raw_len
-                )));
-            }
-            if e.stored_len == 0
-                || e.stored_len > e.raw_len
-                || (e.stored_raw() && e.stored_len != e.raw_len)
-            {
-                return Err(mismatch(format!(
-                    "stored_len {} invalid for raw_len {}",
-                    e.stored_len, e.raw_len
-                )));
-            }
-            if e.file_offset != next_file {
-                return Err(mismatch(format!(
-                    "file_offset {} but the previous frame ends at {next_file}",
-                    e.file_offset
-                )));
-            }
-            if e.raw_offset != next_raw {
-                return Err(mismatch(format!(
-                    "raw_offset {} but the previous frame ends at raw offset {next_raw}",
-                    e.raw_offset
-                )));
-            }
-            next_file = e.file_range().end;
-            next_raw += u64::from(e.raw_len);
-            entries.push(e);
-        }
-        if next_file != off {
-            return Err(Error::IndexMismatch {
-                frame: count,
-                reason: format!("frames end at {next_file}, but the index starts at {off}"),
-            });
-        }
-        if next_raw != footer.raw_size {
-            return Err(bad(
-                "raw_size",
-                footer.raw_size,
-                format!("the frames hold {next_raw} raw bytes"),
-            ));
-        }
-        Ok(Index { entries, footer: *footer })
+        let mut p = IndexParser::new(footer);
+        p.feed(b)?;
+        p.finish()
     }
 
     /// The entries, in frame order.
@@ -350,6 +291,228 @@ impl Index {
         let first = self.entries.partition_point(|e| e.raw_range().end <= range.start);
         let last = self.entries.partition_point(|e| e.raw_offset < range.end);
         first..last
+    }
+}
+
+fn index_checksum_error(footer: &Footer, computed: u64) -> Error {
+    Error::Checksum {
+        what: "index".to_owned(),
+        offset: footer.index_offset,
+        stored: footer.index_checksum,
+        computed,
+    }
+}
+
+/// Parses a trailer fed in pieces of any size, in order, so that a reader never holds more
+/// of it than one piece and the entries checked so far. Every entry is checked as it
+/// arrives, and a piece that cannot be an index (zeros of a sparse file, another format)
+/// fails at once, before the rest is read; the checksum is checked by
+/// [`finish`](Self::finish), once every byte has been fed.
+#[derive(Clone)]
+pub struct IndexParser {
+    footer: Footer,
+    trailer_len: u64,
+    /// Trailer bytes fed so far.
+    pos: u64,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    /// The start of a record (index header, entry, footer) split between two pieces.
+    carry: Vec<u8>,
+    entries: Vec<IndexEntry>,
+    next_file: u64,
+    next_raw: u64,
+}
+
+impl std::fmt::Debug for IndexParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexParser")
+            .field("footer", &self.footer)
+            .field("pos", &self.pos)
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl IndexParser {
+    /// A parser for the trailer that `footer` (from [`Footer::parse`]) describes.
+    pub fn new(footer: &Footer) -> IndexParser {
+        IndexParser {
+            footer: *footer,
+            trailer_len: footer.trailer_len().unwrap_or(u64::MAX),
+            pos: 0,
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
+            carry: Vec::with_capacity(INDEX_ENTRY_LEN),
+            // Grown only as entries are checked: the count is a claim until then.
+            entries: Vec::with_capacity(footer.frame_count.min(1 << 12) as usize),
+            next_file: FILE_HEADER_LEN as u64,
+            next_raw: 0,
+        }
+    }
+
+    /// Trailer bytes still to be fed.
+    pub fn remaining(&self) -> u64 {
+        self.trailer_len - self.pos
+    }
+
+    /// Feed the next bytes of the trailer (from the index header on).
+    pub fn feed(&mut self, mut b: &[u8]) -> Result<()> {
+        if b.len() as u64 > self.remaining() {
+            return Err(Error::Truncated {
+                what: "index (more bytes than its trailer holds)".to_owned(),
+                offset: self.footer.index_offset,
+                needed: self.trailer_len,
+                available: self.pos + b.len() as u64,
+            });
+        }
+        let sum_end = self.trailer_len - (FOOTER_LEN - F_CHECKSUM) as u64;
+        let hashed = (sum_end.saturating_sub(self.pos)).min(b.len() as u64) as usize;
+        self.hasher.update(&b[..hashed]);
+        while !b.is_empty() {
+            let (record_start, record_len) = self.record_at(self.pos);
+            let done = (self.pos - record_start) as usize;
+            let take = (record_len - done).min(b.len());
+            if done == 0 && take == record_len {
+                // The whole record is in this piece: no copy.
+                self.record(record_start, &b[..take])?;
+            } else {
+                self.carry.extend_from_slice(&b[..take]);
+                if self.carry.len() == record_len {
+                    let rec = std::mem::take(&mut self.carry);
+                    self.record(record_start, &rec)?;
+                    self.carry = rec;
+                    self.carry.clear();
+                }
+            }
+            self.pos += take as u64;
+            b = &b[take..];
+        }
+        Ok(())
+    }
+
+    /// Where the record holding trailer byte `pos` starts, and its length.
+    fn record_at(&self, pos: u64) -> (u64, usize) {
+        let entries_end = self.trailer_len - FOOTER_LEN as u64;
+        if pos < INDEX_HEADER_LEN as u64 {
+            (0, INDEX_HEADER_LEN)
+        } else if pos < entries_end {
+            let k = (pos - INDEX_HEADER_LEN as u64) / INDEX_ENTRY_LEN as u64;
+            (INDEX_HEADER_LEN as u64 + k * INDEX_ENTRY_LEN as u64, INDEX_ENTRY_LEN)
+        } else {
+            (entries_end, FOOTER_LEN)
+        }
+    }
+
+    /// Check one whole record, which starts at trailer byte `start`.
+    fn record(&mut self, start: u64, rec: &[u8]) -> Result<()> {
+        let off = self.footer.index_offset;
+        if start == self.trailer_len - FOOTER_LEN as u64 {
+            // The footer: already parsed by the caller, and covered by the checksum.
+            return Ok(());
+        }
+        if start != 0 {
+            return self.entry(rec);
+        }
+        let bad = |field: &'static str, value: u64, reason: String| Error::BadField {
+            what: "index".to_owned(),
+            offset: off,
+            field,
+            value: i128::from(value),
+            reason,
+        };
+        if rec[..INDEX_MAGIC.len()] != INDEX_MAGIC {
+            return Err(Error::BadMagic { what: "index".to_owned(), offset: off });
+        }
+        let reserved = le_u32(rec, INDEX_MAGIC.len());
+        if reserved != 0 {
+            return Err(bad("reserved", u64::from(reserved), "must be zero".to_owned()));
+        }
+        let count = le_u64(rec, IDX_COUNT_OFFSET);
+        if count != self.footer.frame_count {
+            return Err(bad(
+                "frame_count",
+                count,
+                format!("the footer says {}", self.footer.frame_count),
+            ));
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, chunk: &[u8]) -> Result<()> {
+        let e = IndexEntry::parse(chunk);
+        let i = self.entries.len() as u64;
+        let mismatch = |reason: String| Error::IndexMismatch { frame: i, reason };
+        if le_u32(chunk, E_RESERVED) & 0xFFFF != 0 || e.flags & !FLAG_STORED_RAW != 0 {
+            return Err(mismatch("reserved bits are set".to_owned()));
+        }
+        if e.raw_len == 0 || e.raw_len > MAX_FRAME_RAW_LEN {
+            return Err(mismatch(format!("raw_len {} outside 1..={MAX_FRAME_RAW_LEN}", e.raw_len)));
+        }
+        if e.stored_len == 0
+            || e.stored_len > e.raw_len
+            || (e.stored_raw() && e.stored_len != e.raw_len)
+        {
+            return Err(mismatch(format!(
+                "stored_len {} invalid for raw_len {}",
+                e.stored_len, e.raw_len
+            )));
+        }
+        if e.file_offset != self.next_file {
+            return Err(mismatch(format!(
+                "file_offset {} but the previous frame ends at {}",
+                e.file_offset, self.next_file
+            )));
+        }
+        if e.raw_offset != self.next_raw {
+            return Err(mismatch(format!(
+                "raw_offset {} but the previous frame ends at raw offset {}",
+                e.raw_offset, self.next_raw
+            )));
+        }
+        if e.file_range().end > self.footer.index_offset {
+            return Err(mismatch(format!(
+                "the frame ends at {}, past the index at {}",
+                e.file_range().end,
+                self.footer.index_offset
+            )));
+        }
+        self.next_file = e.file_range().end;
+        self.next_raw += u64::from(e.raw_len);
+        self.entries.push(e);
+        Ok(())
+    }
+
+    /// Check what only the whole trailer can tell (its length, checksum, that the frames end
+    /// at the index and hold the footer's raw size) and return the index.
+    pub fn finish(mut self) -> Result<Index> {
+        let off = self.footer.index_offset;
+        if self.pos != self.trailer_len {
+            return Err(Error::Truncated {
+                what: "index".to_owned(),
+                offset: off,
+                needed: self.trailer_len,
+                available: self.pos,
+            });
+        }
+        let computed = self.hasher.digest();
+        if computed != self.footer.index_checksum {
+            return Err(index_checksum_error(&self.footer, computed));
+        }
+        if self.next_file != off {
+            return Err(Error::IndexMismatch {
+                frame: self.footer.frame_count,
+                reason: format!("frames end at {}, but the index starts at {off}", self.next_file),
+            });
+        }
+        if self.next_raw != self.footer.raw_size {
+            return Err(Error::BadField {
+                what: "index".to_owned(),
+                offset: off,
+                field: "raw_size",
+                value: i128::from(self.footer.raw_size),
+                reason: format!("the frames hold {} raw bytes", self.next_raw),
+            });
+        }
+        self.entries.shrink_to_fit();
+        Ok(Index { entries: self.entries, footer: self.footer })
     }
 }
 
@@ -581,5 +744,86 @@ mod tests {
         let mut other = h;
         other.raw_checksum = 2;
         assert!(matches!(e.check_frame(&other, 4), Err(Error::IndexMismatch { frame: 4, .. })));
+    }
+
+    #[test]
+    fn parser_accepts_any_piece_sizes() {
+        let (file, t) = file_with(&[(100, 50), (100, 100), (30, 10), (7, 7)]);
+        let footer = Footer::parse(&file[file.len() - FOOTER_LEN..], file.len() as u64).unwrap();
+        let trailer = &file[footer.index_offset as usize..];
+        for piece in 1..=trailer.len() {
+            let mut p = IndexParser::new(&footer);
+            for chunk in trailer.chunks(piece) {
+                p.feed(chunk).unwrap();
+            }
+            assert_eq!(p.remaining(), 0);
+            assert_eq!(p.finish().unwrap().entries(), t.entries(), "pieces of {piece}");
+        }
+        // Fewer bytes than the trailer: truncated; more: refused.
+        let mut p = IndexParser::new(&footer);
+        p.feed(&trailer[..trailer.len() - 1]).unwrap();
+        assert!(matches!(p.finish(), Err(Error::Truncated { .. })));
+        let mut p = IndexParser::new(&footer);
+        let mut longer = trailer.to_vec();
+        longer.push(0);
+        assert!(p.feed(&longer).is_err());
+    }
+
+    #[test]
+    fn parser_checks_the_checksum_last() {
+        let (mut file, _) = file_with(&[(100, 50), (100, 100)]);
+        let n = file.len();
+        file[n - FOOTER_LEN + F_CHECKSUM] ^= 1;
+        let footer = Footer::parse(&file[n - FOOTER_LEN..], n as u64).unwrap();
+        let mut p = IndexParser::new(&footer);
+        p.feed(&file[footer.index_offset as usize..]).unwrap();
+        assert!(matches!(p.finish(), Err(Error::Checksum { .. })));
+    }
+
+    /// A footer may claim only as many frames as the bytes before the index can hold: the
+    /// huge sparse file of issue 24 (a footer claiming 125 M frames) is refused from the
+    /// footer alone.
+    #[test]
+    fn footer_frame_count_is_bounded_by_the_room_before_the_index() {
+        let footer_for = |index_offset: u64, count: u64| {
+            let mut f = vec![0u8; FOOTER_LEN];
+            f[F_INDEX_OFFSET..][..8].copy_from_slice(&index_offset.to_le_bytes());
+            f[F_FRAME_COUNT..][..8].copy_from_slice(&count.to_le_bytes());
+            f[F_MAGIC..].copy_from_slice(&FOOTER_MAGIC);
+            let len = index_offset + (INDEX_HEADER_LEN + FOOTER_LEN) as u64 + count * 40;
+            Footer::parse(&f, len)
+        };
+        let count = 125_000_000u64;
+        let err = footer_for(FILE_HEADER_LEN as u64 + 100, count).unwrap_err();
+        assert!(matches!(err, Error::BadField { field: "frame_count", .. }), "{err}");
+        // Exactly enough room for `count` smallest frames is accepted; one byte less is not.
+        let room = count * MIN_FRAME_LEN;
+        assert!(footer_for(FILE_HEADER_LEN as u64 + room, count).is_ok());
+        assert!(footer_for(FILE_HEADER_LEN as u64 + room - 1, count).is_err());
+        // No frames: the index must follow the file header.
+        assert!(footer_for(FILE_HEADER_LEN as u64, 0).is_ok());
+        assert!(footer_for(FILE_HEADER_LEN as u64 + 57, 0).is_err());
+    }
+
+    /// A trailer of zeros (a sparse file) fails in its first piece, whatever its claimed size.
+    #[test]
+    fn parser_fails_on_the_first_bad_piece() {
+        let count = 1_000_000u64;
+        let index_offset = FILE_HEADER_LEN as u64 + count * MIN_FRAME_LEN;
+        let mut f = vec![0u8; FOOTER_LEN];
+        f[F_INDEX_OFFSET..][..8].copy_from_slice(&index_offset.to_le_bytes());
+        f[F_FRAME_COUNT..][..8].copy_from_slice(&count.to_le_bytes());
+        f[F_MAGIC..].copy_from_slice(&FOOTER_MAGIC);
+        let len = index_offset + (INDEX_HEADER_LEN + FOOTER_LEN) as u64 + count * 40;
+        let footer = Footer::parse(&f, len).unwrap();
+        let mut p = IndexParser::new(&footer);
+        assert!(matches!(p.feed(&[0u8; 4096]), Err(Error::BadMagic { .. })));
+        // A valid header, then entries of zeros.
+        let mut p = IndexParser::new(&footer);
+        let mut head = INDEX_MAGIC.to_vec();
+        head.extend_from_slice(&[0; 4]);
+        head.extend_from_slice(&count.to_le_bytes());
+        p.feed(&head).unwrap();
+        assert!(matches!(p.feed(&[0u8; 4096]), Err(Error::IndexMismatch { frame: 0, .. })));
     }
 }

@@ -50,6 +50,25 @@ impl Pinned {
         Ok(Pinned { _view: view.unbind(), ptr, len, writable })
     }
 
+    /// Pin a buffer to write into (`readinto`): it must be writable and C-contiguous, since
+    /// the copy [`Pinned::new`] makes of another layout would not reach the caller.
+    pub fn new_writable(obj: &Bound<'_, PyAny>) -> PyResult<Pinned> {
+        let view = PyMemoryView::from(obj)?.into_any();
+        if view.getattr("readonly")?.extract::<bool>()? {
+            return Err(PyValueError::new_err(
+                "readinto needs a writable buffer; this one is read-only (bytes, a read-only \
+                 memoryview or array)",
+            ));
+        }
+        if !view.getattr("c_contiguous")?.extract::<bool>()? {
+            return Err(PyValueError::new_err(
+                "readinto needs a C-contiguous buffer; this one is not (a strided slice or \
+                 a transposed array): read into a contiguous buffer and copy from it",
+            ));
+        }
+        Pinned::new(obj)
+    }
+
     /// The bytes, for writing into (`readinto`); `None` for a read-only buffer.
     pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
         if !self.writable {

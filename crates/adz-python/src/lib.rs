@@ -19,7 +19,7 @@ use adz_core::open::{
 };
 use adz_core::{Error, Reader, ReaderOptions, WriteHandle, WriteOptions, WriteSummary, Writer};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -59,9 +59,9 @@ fn to_py(e: Error) -> PyErr {
     match e {
         Error::Format(_) | Error::Codec { .. } => CorruptData::new_err(msg),
         Error::Store(adz_core::store::Error::NotFound { .. }) => NotFound::new_err(msg),
-        Error::Store(adz_core::store::Error::InvalidName { .. }) | Error::Config(_) => {
-            ConfigError::new_err(msg)
-        }
+        Error::Store(adz_core::store::Error::InvalidName { .. })
+        | Error::Config(_)
+        | Error::RangeTooLarge { .. } => ConfigError::new_err(msg),
         Error::Pipeline(_) => WriteFailed::new_err(msg),
         _ => StorageError::new_err(msg),
     }
@@ -73,6 +73,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn closed() -> PyErr {
     PyValueError::new_err("I/O operation on closed file")
+}
+
+/// More threads than any machine this runs on has cores: refused before a thread is spawned
+/// (spawning 100 000 threads aborts the interpreter).
+const MAX_THREADS: usize = 1024;
+
+/// More pipeline buffers than any setting needs: refused before they are allocated.
+const MAX_BUFFERS: usize = 4096;
+
+fn check_threads(t: usize) -> PyResult<()> {
+    if t > MAX_THREADS {
+        return Err(PyValueError::new_err(format!(
+            "threads={t} is more than {MAX_THREADS}; None (or 0) means one per core"
+        )));
+    }
+    Ok(())
 }
 
 /// Hints for byte ranges, given to the writer after it is created.
@@ -88,6 +104,16 @@ fn write_options(
     hints: &[String],
 ) -> PyResult<(WriteOptions, RangeHints)> {
     let cfg = |e: adz_core::open::ParseError| ConfigError::new_err(e.0);
+    if let Some(t) = threads {
+        check_threads(t)?;
+    }
+    if let Some(b) = buffers {
+        if b > MAX_BUFFERS {
+            return Err(PyValueError::new_err(format!(
+                "buffers={b} is more than {MAX_BUFFERS}; each buffer holds a block"
+            )));
+        }
+    }
     let mut opts = WriteOptions {
         strategy: parse_strategy(strategy).map_err(cfg)?,
         link: parse_link(link).map_err(cfg)?,
@@ -304,6 +330,25 @@ impl WriteFuture {
     }
 }
 
+/// The buffer for a read of `n` bytes at `offset`: refused above the reader's
+/// `max_range_bytes`, and `MemoryError` rather than an abort if the memory is not there.
+fn alloc_read(r: &Reader, offset: u64, n: u64) -> PyResult<Vec<u8>> {
+    let limit = r.options().max_range_bytes;
+    if n > limit {
+        return Err(ConfigError::new_err(format!(
+            "a read of {n} bytes at offset {offset} is larger than max_range_bytes={limit}: \
+             read in pieces, or open with a larger max_range_bytes"
+        )));
+    }
+    let mut out = Vec::new();
+    let n = usize::try_from(n).map_err(|_| PyMemoryError::new_err(format!("{n} bytes")))?;
+    out.try_reserve_exact(n).map_err(|e| {
+        PyMemoryError::new_err(format!("cannot allocate {n} bytes for a read: {e}"))
+    })?;
+    out.resize(n, 0);
+    Ok(out)
+}
+
 /// The native random-access reader behind `adz.Reader`: reads decode only the frames they
 /// overlap (every checksum checked), with the GIL released.
 #[pyclass(module = "adz._adz")]
@@ -324,7 +369,7 @@ impl RawReader {
     /// bytes (fewer only at the end, 0 there).
     fn readinto(&self, py: Python<'_>, buf: &Bound<'_, PyAny>) -> PyResult<usize> {
         let r = self.reader()?;
-        let mut pinned = Pinned::new(buf)?;
+        let mut pinned = Pinned::new_writable(buf)?;
         let out = pinned
             .as_mut_slice()
             .ok_or_else(|| PyValueError::new_err("readinto needs a writable buffer"))?;
@@ -344,18 +389,16 @@ impl RawReader {
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
         let r = self.reader()?;
-        let data = py
-            .allow_threads(|| {
-                let mut pos = lock(&self.pos);
-                let left = r.len().saturating_sub(*pos);
-                let n = if size < 0 { left } else { left.min(size as u64) };
-                let mut out = vec![0u8; n as usize];
-                let got = r.read_at(*pos, &mut out)?;
-                out.truncate(got);
-                *pos += got as u64;
-                Ok(out)
-            })
-            .map_err(to_py)?;
+        let data = py.allow_threads(|| {
+            let mut pos = lock(&self.pos);
+            let left = r.len().saturating_sub(*pos);
+            let n = if size < 0 { left } else { left.min(size as u64) };
+            let mut out = alloc_read(&r, *pos, n)?;
+            let got = r.read_at(*pos, &mut out).map_err(to_py)?;
+            out.truncate(got);
+            *pos += got as u64;
+            Ok::<_, PyErr>(out)
+        })?;
         Ok(PyBytes::new(py, &data))
     }
 
@@ -368,15 +411,13 @@ impl RawReader {
         length: u64,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let r = self.reader()?;
-        let data = py
-            .allow_threads(|| {
-                let n = length.min(r.len().saturating_sub(offset));
-                let mut out = vec![0u8; n as usize];
-                let got = r.read_at(offset, &mut out)?;
-                out.truncate(got);
-                Ok(out)
-            })
-            .map_err(to_py)?;
+        let data = py.allow_threads(|| {
+            let n = length.min(r.len().saturating_sub(offset));
+            let mut out = alloc_read(&r, offset, n)?;
+            let got = r.read_at(offset, &mut out).map_err(to_py)?;
+            out.truncate(got);
+            Ok::<_, PyErr>(out)
+        })?;
         Ok(PyBytes::new(py, &data))
     }
 
@@ -462,19 +503,24 @@ fn open_writer(
 /// checksum). A file whose trailer is missing or damaged raises `CorruptData` naming
 /// `adz recover`, which salvages its complete frames.
 #[pyfunction]
-#[pyo3(signature = (path, threads=None, cache_bytes=None))]
+#[pyo3(signature = (path, threads=None, cache_bytes=None, max_range_bytes=None))]
 fn open_reader(
     py: Python<'_>,
     path: &str,
     threads: Option<usize>,
     cache_bytes: Option<u64>,
+    max_range_bytes: Option<u64>,
 ) -> PyResult<RawReader> {
     let mut opts = ReaderOptions::default();
     if let Some(t) = threads {
+        check_threads(t)?;
         opts.threads = t;
     }
     if let Some(c) = cache_bytes {
         opts.cache_bytes = c;
+    }
+    if let Some(m) = max_range_bytes {
+        opts.max_range_bytes = m;
     }
     let r = py.allow_threads(|| open_random(path, opts)).map_err(|e| {
         let hint = is_missing_trailer(&e);
@@ -513,9 +559,16 @@ fn compress<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// Decompress a complete adz file held in a buffer. `limit` bounds the output size.
+/// The default bound on what [`decompress`] returns: a few kilobytes of adz can claim
+/// gigabytes, so an unbounded default would let any input exhaust memory (as
+/// python-zstandard's `max_output_size` guards against).
+const DEFAULT_DECOMPRESS_LIMIT: u64 = 1 << 30;
+
+/// Decompress a complete adz file held in a buffer. `limit` bounds the output size (default
+/// 1 GiB; `None` for no bound, only for trusted data): a larger output raises `ConfigError`,
+/// before anything is allocated when the file's trailer already says so.
 #[pyfunction]
-#[pyo3(signature = (data, limit=None))]
+#[pyo3(signature = (data, limit=Some(DEFAULT_DECOMPRESS_LIMIT)))]
 fn decompress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -523,6 +576,20 @@ fn decompress<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let pinned = Pinned::new(data)?;
     let bytes = pinned.as_ref();
+    if let Some(l) = limit {
+        // The footer's raw size is a claim (the decoder checks it against the frames), but a
+        // claim above the limit is refused at once.
+        let tail = &bytes[bytes.len().saturating_sub(adz_core::format::FOOTER_LEN)..];
+        if let Ok(f) = adz_core::format::Footer::parse(tail, bytes.len() as u64) {
+            if f.raw_size > l {
+                return Err(ConfigError::new_err(format!(
+                    "the data decodes to {} bytes, more than limit={l}: pass a larger limit \
+                     (or limit=None for trusted data)",
+                    f.raw_size
+                )));
+            }
+        }
+    }
     let out = py.allow_threads(|| decompress_slice(bytes, limit)).map_err(to_py)?;
     Ok(PyBytes::new(py, &out))
 }

@@ -74,7 +74,7 @@ WriteFuture = _adz.WriteFuture
 
 
 def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
-         block_size=None, buffers=None, hints=(), cache_bytes=None):
+         block_size=None, buffers=None, hints=(), cache_bytes=None, max_range_bytes=None):
     """Open an adz file.
 
     mode "wb": a `Writer` through the adaptive pipeline. strategy: "throughput" (S1, the
@@ -84,7 +84,9 @@ def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
     hints: strings such as "dtype=f64", "write-once", "no-compress@0..1M".
 
     mode "rb": a seekable `Reader` (random access: seek, pread); threads: decoding threads
-    of one large read (None: one per core); cache_bytes: decoded frames kept (default 64 MiB).
+    of one large read (None: one per core); cache_bytes: decoded frames kept (default 64 MiB);
+    max_range_bytes: the largest single `read`/`pread` (default 1 GiB; a larger one raises
+    ConfigError before allocating: read in pieces, or use readinto with your own buffer).
     """
     path = os.fspath(path)
     if isinstance(path, bytes):
@@ -97,7 +99,8 @@ def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
         return Writer(path, strategy=strategy, link=link, threads=threads,
                       block_size=block_size, buffers=buffers, hints=list(hints))
     if mode in ("rb", "r"):
-        return Reader(path, threads=threads, cache_bytes=cache_bytes)
+        return Reader(path, threads=threads, cache_bytes=cache_bytes,
+                      max_range_bytes=max_range_bytes)
     raise ValueError(f"invalid mode {mode!r}: use 'rb' or 'wb' (adz files are binary)")
 
 
@@ -190,9 +193,10 @@ class Reader(io.RawIOBase):
     overlap, check every checksum and run with the GIL released; a damaged frame raises
     `CorruptData` and never returns wrong bytes."""
 
-    def __init__(self, path, threads=None, cache_bytes=None):
+    def __init__(self, path, threads=None, cache_bytes=None, max_range_bytes=None):
         super().__init__()
-        self._r = _adz.open_reader(path, threads=threads, cache_bytes=cache_bytes)
+        self._r = _adz.open_reader(path, threads=threads, cache_bytes=cache_bytes,
+                                   max_range_bytes=max_range_bytes)
         self.name = path
 
     def readable(self):

@@ -61,7 +61,12 @@ class Adz(Codec):
                              block_size=self.block_size, hints=self._hint(dtype))
 
     def decode(self, buf, out=None):
-        data = _adz.decompress(ensure_contiguous_ndarray(buf))
+        # With `out`, its size bounds the output exactly; otherwise decompress's default.
+        if out is not None:
+            data = _adz.decompress(ensure_contiguous_ndarray(buf),
+                                   limit=ensure_contiguous_ndarray(out).nbytes)
+        else:
+            data = _adz.decompress(ensure_contiguous_ndarray(buf))
         return ndarray_copy(data, out)
 
     def __repr__(self):
