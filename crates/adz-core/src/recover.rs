@@ -109,7 +109,7 @@ fn recover_inner<R: Read>(
                 raw.resize(f.header.raw_len as usize, 0);
                 if let Err(e) = dec.decode(&f.header, scan.payload(), f.frame, f.offset, &mut raw) {
                     lost_at_least = u64::from(f.header.raw_len);
-                    break (false, e.to_string());
+                    break (false, chain(&e));
                 }
                 let h: FrameHeader = f.header;
                 upload.append(&h.encode())?;
@@ -119,7 +119,7 @@ fn recover_inner<R: Read>(
             }
             Err(e) => {
                 lost_at_least = scan.torn_frame().map_or(0, |h| u64::from(h.raw_len));
-                break (false, e.to_string());
+                break (false, chain(&e));
             }
         }
     };
@@ -185,4 +185,16 @@ impl Read for StorageRead<'_> {
         self.pos += bytes.len() as u64;
         Ok(bytes.len())
     }
+}
+
+/// An error and its causes, each once, cause last (the report's reason).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
 }

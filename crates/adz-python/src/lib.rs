@@ -49,22 +49,29 @@ create_exception!(
 
 /// The Python exception for an adz error, with the whole cause chain in its message.
 fn to_py(e: Error) -> PyErr {
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
+    let msg = message(&e);
     match e {
         Error::Format(_) | Error::Codec { .. } => CorruptData::new_err(msg),
         Error::Store(adz_core::store::Error::NotFound { .. }) => NotFound::new_err(msg),
         Error::Store(adz_core::store::Error::InvalidName { .. })
         | Error::Config(_)
+        | Error::Limit { .. }
         | Error::RangeTooLarge { .. } => ConfigError::new_err(msg),
         Error::Pipeline(_) => WriteFailed::new_err(msg),
         _ => StorageError::new_err(msg),
     }
+}
+
+/// An error and its causes, each once, cause last.
+fn message(e: &Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -75,12 +82,9 @@ fn closed() -> PyErr {
     PyValueError::new_err("I/O operation on closed file")
 }
 
-/// More threads than any machine this runs on has cores: refused before a thread is spawned
-/// (spawning 100 000 threads aborts the interpreter).
-const MAX_THREADS: usize = 1024;
-
-/// More pipeline buffers than any setting needs: refused before they are allocated.
-const MAX_BUFFERS: usize = 4096;
+/// The core's limits, checked here too so that they raise `ValueError` before anything is
+/// created (spawning 100 000 threads aborts the interpreter).
+use adz_core::pipeline::{MAX_BUFFERS, MAX_THREADS};
 
 fn check_threads(t: usize) -> PyResult<()> {
     if t > MAX_THREADS {
@@ -305,7 +309,7 @@ impl WriteFuture {
                             Error::Format(_) | Error::Codec { .. } => 2,
                             _ => 3,
                         };
-                        (Err((code, e.to_string())), None)
+                        (Err((code, message(&e))), None)
                     }
                 };
                 *r = Some(stored);
