@@ -957,7 +957,8 @@ impl Controller {
             return raw(reason);
         }
         self.attempt(seq);
-        let shadow = if strategy.is_adaptive() { self.pick_shadow(codec, seq) } else { None };
+        let shadow =
+            if strategy.is_adaptive() { self.pick_shadow(strategy, codec, seq) } else { None };
         Decision { codec, filters, reason, seq, shadow }
     }
 
@@ -1207,7 +1208,9 @@ impl Controller {
             return;
         }
         let seq = self.seq;
-        for lane in &mut self.lanes {
+        // Not a lane that mixes: the CPU is its bottleneck, and a slower rung never measured
+        // would only hold the ordered writer up; the model decides its rung.
+        for lane in self.lanes.iter_mut().filter(|l| !l.mixing) {
             if lane.rung < to {
                 lane.rung = to;
                 lane.since = seq;
@@ -1215,20 +1218,28 @@ impl Controller {
                 lane.streak = 0;
                 lane.tentative = false;
                 lane.note = Some(Reason::BlindRung);
-                lane.held = !lane.mixing;
+                lane.held = true;
             }
         }
     }
 
-    /// The rung to shadow on block `seq`, compressed at `codec`: one shadow at a time, while
+    /// The rung to shadow on block `seq`, compressed at `codec`: one shadow at a time, in
+    /// spare CPU (no lane mixing, the current rung predicted faster than the target), while
     /// shadows have cost at most `shadow_share` of the blocks' CPU; the first rung with an
     /// entropy stage, then the nearest rungs around the current one (more effort first) that
     /// were never measured or not for [`SHADOW_AGE`] attempts.
-    fn pick_shadow(&mut self, codec: CodecSpec, seq: u64) -> Option<CodecSpec> {
-        if self.probe.is_some() || self.shadow_pending.is_some() || self.cfg.shadow_share <= 0.0 {
+    fn pick_shadow(&mut self, strategy: Strategy, codec: CodecSpec, seq: u64) -> Option<CodecSpec> {
+        // Spare CPU only: no lane mixes raw and compressed blocks, and the current rung is
+        // predicted faster than the strategy's target (the link, not the CPU, sets the pace).
+        let busy = self.lanes.iter().any(|l| l.mixing);
+        if busy || self.probe.is_some() || self.shadow_pending.is_some() {
             return None;
         }
         let cur = self.cfg.ladder.position(codec)?;
+        let link = self.link()?;
+        if self.cfg.shadow_share <= 0.0 || self.headroom(strategy, link, cur) < 1.0 {
+            return None;
+        }
         let n = self.cfg.ladder.len() as isize;
         let now = self.clock;
         let mut cands: Vec<usize> = SHADOW_OFFSETS

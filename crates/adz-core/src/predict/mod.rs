@@ -84,10 +84,17 @@ const PROBE_SECONDS: f64 = 6.5e-6;
 /// The share of a prediction's time budget [`Predictor::plan_sample`] gives the probes.
 const PROBE_SHARE: f64 = 1.0 / 3.0;
 
-/// Seconds per byte of sample to measure the [`MIN_RUNGS`] cheapest of `candidates` (fastest
-/// first) at the controller's prior speed.
+/// Seconds per byte of sample to measure the rungs measured whatever the budget at the
+/// controller's prior speed: the [`MIN_RUNGS`] cheapest of `candidates` (fastest first) and
+/// the first with an entropy stage, if it is not among them.
 fn cheapest_per_byte(candidates: &[CodecSpec]) -> f64 {
-    candidates.iter().take(MIN_RUNGS).map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL)).sum()
+    let cheapest = &candidates[..candidates.len().min(MIN_RUNGS)];
+    let entropy = candidates
+        .iter()
+        .find(|&&c| entropy_coded(c))
+        .filter(|c| !cheapest.contains(c))
+        .into_iter();
+    cheapest.iter().chain(entropy).map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL)).sum()
 }
 
 /// How a [`Predictor`] works.
