@@ -351,15 +351,8 @@ fn handle_signals() {
 }
 
 /// An error and its causes, each once, the cause last (as anyhow's `{:#}`).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    adz_core::store::chain_text(e)
 }
 
 /// A reader of our output went away (`adz decompress x.adz - | head`).

@@ -11,11 +11,13 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use adz_core::format::{
-    xxh3, FileHeader, Filters, FrameHeader, TrailerBuilder, FOOTER_LEN, FOOTER_MAGIC,
-    FRAME_HEADER_LEN, INDEX_ENTRY_LEN, INDEX_HEADER_LEN,
+    xxh3, FileHeader, FOOTER_LEN, FOOTER_MAGIC, INDEX_ENTRY_LEN, INDEX_HEADER_LEN,
 };
-use adz_core::FrameEncoder;
 use common::*;
+
+#[path = "../../adz-core/tests/shared/bomb.rs"]
+mod bomb;
+use bomb::zeros_bomb;
 
 /// A sparse file of `size` bytes: a valid file header, zeros, and `tail` at the end.
 fn sparse(dir: &Dir, name: &str, size: u64, tail: &[u8]) -> String {
@@ -66,27 +68,6 @@ fn a_sparse_file_claiming_a_huge_index_is_refused() {
         assert!(e.contains("frame_count"), "{args:?}: {e}");
     }
     assert!(!dir.path("out.bin").exists());
-}
-
-/// 64 frames that each claim 64 MiB of zeros (a 138 KB file).
-fn zeros_bomb(frames: u64) -> Vec<u8> {
-    let raw = vec![0u8; 64 << 20];
-    let mut one = Vec::new();
-    let h = FrameEncoder::new()
-        .encode(&raw, 0, "zstd:1".parse().unwrap(), Filters::NONE, 1.0, &mut one)
-        .unwrap();
-    let payload = one[FRAME_HEADER_LEN..].to_vec();
-    let mut file = FileHeader::new(64 << 20).unwrap().encode().to_vec();
-    let mut t = TrailerBuilder::new();
-    for k in 0..frames {
-        let h = FrameHeader { raw_offset: k * (64 << 20), ..h };
-        t.push(&h, file.len() as u64);
-        file.extend_from_slice(&h.encode());
-        file.extend_from_slice(&payload);
-    }
-    let off = file.len() as u64;
-    file.extend_from_slice(&t.encode(off));
-    file
 }
 
 /// Peak resident memory of a child, polled from /proc until it exits (Linux only).

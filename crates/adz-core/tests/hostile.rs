@@ -8,14 +8,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use adz_core::format::{
-    xxh3, Error as FormatError, FileHeader, Filters, FrameHeader, TrailerBuilder, FOOTER_LEN,
-    FOOTER_MAGIC, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, MIN_FRAME_LEN,
+    xxh3, Error as FormatError, FileHeader, FOOTER_LEN, FOOTER_MAGIC, INDEX_ENTRY_LEN,
+    INDEX_HEADER_LEN, MIN_FRAME_LEN,
 };
 use adz_core::store::{self, MemoryStorage, ObjectMeta, Storage, Tail, Upload};
 use adz_core::{
-    recover, recover_sized, verify_stream, Error, FileInfo, FrameEncoder, FrameWriter, Reader,
-    ReaderOptions, WriterOptions,
+    recover, recover_sized, verify_stream, Error, FileInfo, FrameWriter, Reader, ReaderOptions,
+    WriterOptions,
 };
+
+#[path = "shared/bomb.rs"]
+mod bomb;
+use bomb::zeros_bomb;
 
 /// A file of `size` bytes, zeros except `head` at its start and `tail` at its end: what a
 /// sparse file reads as. Refuses any single request above 64 MiB and any total above
@@ -199,28 +203,6 @@ fn a_large_index_is_read_in_pieces() {
     assert_eq!(r.read_range(70_000, 5).unwrap(), &data[70_000..70_005]);
     let info = FileInfo::read_seekable(Cursor::new(&file), false).unwrap();
     assert_eq!(info.frames, 120_000);
-}
-
-/// A file of the kind: `frames` frames that each claim 64 MiB of zeros (a few KB in
-/// the file each).
-fn zeros_bomb(frames: u64) -> Vec<u8> {
-    let raw = vec![0u8; 64 << 20];
-    let mut one = Vec::new();
-    let h = FrameEncoder::new()
-        .encode(&raw, 0, "zstd:1".parse().unwrap(), Filters::NONE, 1.0, &mut one)
-        .unwrap();
-    let payload = one[adz_core::format::FRAME_HEADER_LEN..].to_vec();
-    let mut file = header();
-    let mut t = TrailerBuilder::new();
-    for k in 0..frames {
-        let h = FrameHeader { raw_offset: k * (64 << 20), ..h };
-        t.push(&h, file.len() as u64);
-        file.extend_from_slice(&h.encode());
-        file.extend_from_slice(&payload);
-    }
-    let off = file.len() as u64;
-    file.extend_from_slice(&t.encode(off));
-    file
 }
 
 /// Every read refuses a file that is not adz, even one that reads nothing (`cat -n 0`).

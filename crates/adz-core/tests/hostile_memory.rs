@@ -8,9 +8,12 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use adz_core::format::{FileHeader, Filters, FrameHeader, TrailerBuilder, FRAME_HEADER_LEN};
 use adz_core::store::{MemoryStorage, Storage};
-use adz_core::{FrameEncoder, Reader, ReaderOptions};
+use adz_core::{Reader, ReaderOptions};
+
+#[path = "shared/bomb.rs"]
+mod bomb;
+use bomb::zeros_bomb;
 
 /// Peak resident bytes since the last [`reset_peak`], or `None` where Linux's /proc is not.
 fn peak() -> Option<u64> {
@@ -22,27 +25,6 @@ fn peak() -> Option<u64> {
 
 fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-fn zeros_bomb(frames: u64) -> Vec<u8> {
-    let raw = vec![0u8; 64 << 20];
-    let mut one = Vec::new();
-    let h = FrameEncoder::new()
-        .encode(&raw, 0, "zstd:1".parse().unwrap(), Filters::NONE, 1.0, &mut one)
-        .unwrap();
-    drop(raw);
-    let payload = one[FRAME_HEADER_LEN..].to_vec();
-    let mut file = FileHeader::new(64 << 20).unwrap().encode().to_vec();
-    let mut t = TrailerBuilder::new();
-    for k in 0..frames {
-        let h = FrameHeader { raw_offset: k * (64 << 20), ..h };
-        t.push(&h, file.len() as u64);
-        file.extend_from_slice(&h.encode());
-        file.extend_from_slice(&payload);
-    }
-    let off = file.len() as u64;
-    file.extend_from_slice(&t.encode(off));
-    file
 }
 
 #[test]

@@ -2,44 +2,29 @@
 //! rungs, the workers measure them, the trace and the summary show them, and what is written
 //! is unchanged by them.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use adz_core::control::{Link, Strategy};
 use adz_core::store::{MemoryStorage, Storage};
 use adz_core::{decode_stream, TraceSink, WriteOptions, Writer};
 use adz_datagen::{generate, Kind};
-
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[test]
 fn adaptive_writes_measure_shadows_within_their_share_and_static_ones_none() {
     let data = generate(Kind::Text, 96 << 20, 4);
     for strategy in [Strategy::Throughput, Strategy::KeepPace, "static=zstd:3".parse().unwrap()] {
         let store = MemoryStorage::new();
-        let lines = Lines::default();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
         let opts = WriteOptions {
             strategy,
             link: Link::Fixed(117e6),
             threads: 2,
-            trace: Some(TraceSink::new(lines.clone())),
+            trace: Some(TraceSink::new(std::fs::File::create(&path).unwrap())),
             ..WriteOptions::default()
         };
         let mut w = Writer::create(&store, "f.adz", opts).unwrap();
         w.write(&data).unwrap();
         let summary = w.finish().unwrap();
-        let trace = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let trace = std::fs::read_to_string(&path).unwrap();
         let traced = trace.lines().filter(|l| l.contains("\"shadow\":\"")).count() as u64;
         eprintln!(
             "{strategy}: {} shadows ({traced} traced), {:.2} % of the compression CPU",

@@ -64,14 +64,7 @@ fn to_py(e: Error) -> PyErr {
 
 /// An error and its causes, each once, cause last.
 fn message(e: &Error) -> String {
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    msg
+    adz_core::store::chain_text(e)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -259,6 +259,19 @@ impl From<Error> for io::Error {
     }
 }
 
+/// An error and its causes, each once, the cause last (as anyhow's `{:#}` prints them): for
+/// messages that cross a boundary as text (a report's reason, a Python exception).
+pub fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut current = err.source();
+    while let Some(e) = current {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        current = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

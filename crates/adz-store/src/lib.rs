@@ -77,7 +77,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 pub use crate::counting::{Counting, SinkStats, StatsHandle};
-pub use crate::error::{Error, RemoteKind, Result};
+pub use crate::error::{chain_text, Error, RemoteKind, Result};
 pub use crate::faulty::{FaultPlan, Faulty};
 pub use crate::local::LocalStorage;
 pub use crate::memory::MemoryStorage;

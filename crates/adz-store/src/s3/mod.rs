@@ -711,7 +711,7 @@ fn remote_other(op: &'static str, name: &str, msg: &str) -> Error {
 
 /// Maps an object_store error into adz's, by what a caller can do about it.
 fn remote_error(op: &'static str, name: &str, err: object_store::Error) -> Error {
-    let text = error_chain_text(&err);
+    let text = crate::chain_text(&err);
     let kind = match &err {
         object_store::Error::NotFound { .. } => {
             if text.contains("NoSuchBucket") {
@@ -816,17 +816,6 @@ fn http_status(text: &str) -> Option<u16> {
     text.get(at..at + 3)?.parse().ok()
 }
 
-fn error_chain_text(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut current = err.source();
-    while let Some(e) = current {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        current = e.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -853,7 +842,7 @@ mod tests {
 
     #[test]
     fn configuration_errors_are_clear() {
-        let chain = |e: Error| error_chain_text(&e);
+        let chain = |e: Error| crate::chain_text(&e);
         let no_keys = chain(S3Storage::new("bucket", S3Config::default()).unwrap_err());
         assert!(no_keys.contains("AWS_ACCESS_KEY_ID"), "{no_keys}");
         let http = S3Config::default().credentials("k", "s").endpoint("http://127.0.0.1:1");
