@@ -243,7 +243,7 @@ pub struct ShadowMeasurement {
     pub decision: Decision,
     /// Raw bytes of the slice.
     pub raw_len: u64,
-    /// The slice compressed with the block's codec: stored bytes and CPU time.
+    /// The slice compressed with the block's codec: stored bytes.
     pub base_stored: u64,
     /// CPU time of that compression.
     pub base_cpu: Duration,
