@@ -1028,9 +1028,12 @@ impl Controller {
         // A rung without an entropy stage that stores a block raw fails for itself, not for
         // the data, unless the data is known to be random: its class says so, or an entropy
         // rung failed on it lately. Its lanes move to the first entropy rung (decision 0020).
+        // Not while a lane mixes: the CPU is then the bottleneck, no slower rung can help, and
+        // probe mode (raw blocks, paced probes) is the cheapest answer.
         let blind = !compressible
             && !entropy_coded(d.codec)
             && self.probe.is_none()
+            && !self.lanes.iter().any(|l| l.mixing)
             && d.reason != Reason::Probe
             && self.class != RANDOM_CLASS
             && self.entropy_failed.is_none_or(|s| d.seq.saturating_sub(s) > SAVER_WINDOW);
@@ -1208,9 +1211,7 @@ impl Controller {
             return;
         }
         let seq = self.seq;
-        // Not a lane that mixes: the CPU is its bottleneck, and a slower rung never measured
-        // would only hold the ordered writer up; the model decides its rung.
-        for lane in self.lanes.iter_mut().filter(|l| !l.mixing) {
+        for lane in &mut self.lanes {
             if lane.rung < to {
                 lane.rung = to;
                 lane.since = seq;
