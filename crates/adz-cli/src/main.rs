@@ -350,11 +350,6 @@ fn handle_signals() {
     drop(spawned);
 }
 
-/// An error and its causes, each once, the cause last (as anyhow's `{:#}`).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    adz_core::store::chain_text(e)
-}
-
 /// A reader of our output went away (`adz decompress x.adz - | head`).
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -724,7 +719,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for p in &report.problems {
-        eprintln!("adz: {}: {}", input.describe(), chain(&p.error));
+        eprintln!("adz: {}: {}", input.describe(), adz_core::store::chain_text(&p.error));
     }
     let bad: Vec<String> =
         report.problems.iter().filter_map(|p| p.frame).map(|f| f.to_string()).collect();

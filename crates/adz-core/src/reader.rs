@@ -68,8 +68,8 @@ pub const DEFAULT_MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 /// at least one frame): bounds its memory whatever the length asked for.
 const BATCH_RAW_BYTES: u64 = 32 << 20;
 
-/// The most decoding threads a reader accepts.
-pub const MAX_THREADS: usize = 1024;
+// The most decoding threads a reader accepts: as many as a writer's workers.
+use crate::pipeline::MAX_THREADS;
 
 /// Frames in one run of [`Reader::copy_to`] at most, so a thread's share of work stays small.
 const RUN_FRAMES: usize = 4;
