@@ -49,7 +49,7 @@ pub struct ControllerConfig {
     /// A compressed block is kept only if `stored <= raw * keep_threshold`. Default 0.97.
     pub keep_threshold: f64,
     /// Incompressible results in a row that switch to probe mode; 0 disables probe mode.
-    /// Default 1.
+    /// Default 1; 0 for a static strategy.
     pub probe_after: u32,
     /// Blocks between probes when probe mode starts; doubles after each failed probe.
     /// Default 4.
@@ -110,7 +110,9 @@ impl ControllerConfig {
             alpha_rung: 0.3,
             rung_memory: 4096.0,
             keep_threshold: 0.97,
-            probe_after: 1,
+            // Static means one codec and level: a block it cannot shrink is stored raw, but
+            // there is no probe mode (raw without an attempt, probes with other codecs).
+            probe_after: if matches!(strategy, Strategy::Static(_)) { 0 } else { 1 },
             probe_interval_min: 4,
             probe_interval_max: 10,
             probe_rungs: vec![spec(CodecId::Lz4, 1), spec(CodecId::Zstd, 1)],

@@ -763,12 +763,19 @@ fn incompressible_stretch_goes_to_probe_mode_and_back() {
         Segment::new(100, DataModel::incompressible(&ladder)),
         Segment::new(50, text()),
     ];
-    for strategy in [
-        Strategy::KeepPace,
-        Strategy::Throughput,
-        Strategy::Archive,
-        Strategy::Static(spec("zstd:19")),
-    ] {
+    // A static strategy is one codec and level for every block (issue 24): it stores what it
+    // cannot shrink raw, but never probes with other codecs nor skips the attempt.
+    let stat = Strategy::Static(spec("zstd:19"));
+    let mut ctl = Controller::new(ControllerConfig::new(stat, Link::Fixed(GBE), threads));
+    let rep = SimConfig::new(threads, GBE).run(&mut ctl, &segs);
+    assert!(
+        rep.blocks.iter().all(|b| b.decision.codec == spec("zstd:19")),
+        "{}",
+        names(&rep, 0, 200)
+    );
+    assert!(rep.blocks[50..150].iter().all(|b| b.stored_raw));
+    assert_eq!(ctl.status().mode, Mode::Fixed);
+    for strategy in [Strategy::KeepPace, Strategy::Throughput, Strategy::Archive] {
         let cfg = ControllerConfig::new(strategy, Link::Fixed(GBE), threads);
         let mut ctl = Controller::new(cfg);
         let rep = SimConfig::new(threads, GBE).run(&mut ctl, &segs[..2]);

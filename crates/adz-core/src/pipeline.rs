@@ -725,12 +725,7 @@ impl Writer {
         let header = FileHeader::new(block_size)?;
         let (threads, buffers, room) = opts.resolved();
         let cpus = std::thread::available_parallelism().map_or(threads, |n| n.get());
-        let mut config = ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus);
-        if matches!(opts.strategy, Strategy::Static(_)) {
-            // Static means one codec and level: a block it cannot shrink is stored raw, but
-            // no probe mode (raw without an attempt, probes with other codecs).
-            config.probe_after = 0;
-        }
+        let config = ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus);
         let controller = ClassedController::new(config);
         let keep = controller.keep_threshold();
         // A given number of buffers is kept as given; static strategies never mix.
