@@ -2,6 +2,8 @@
 //! static rungs, S1/S2/S3 and external tools at several link speeds and workloads, the oracle
 //! bound, a markdown report and plots. See docs/EVALUATION.md.
 
+mod ab;
+mod compare;
 mod datasets;
 mod oracle;
 mod plot;
@@ -35,6 +37,10 @@ Examples:
   adz-bench report results.csv          markdown summary
   adz-bench plot results.csv plots/     one PNG per dataset, link and workload
   adz-bench plot-trace t.jsonl t.png    rung and speed per block of an `adz compress --trace`
+  adz-bench ab --build old=/dev/shm/adz-old --build new=target/release/adz --real --links 117,1200
+                                        two builds side by side, interleaved, medians
+  adz-bench compare old/results.csv new/results.csv
+                                        two runs of the matrix, cell by cell
 
 Everything goes to --out (default .cache/bench/evaluation).";
 
@@ -68,6 +74,19 @@ enum Cmd {
         csv: PathBuf,
         /// Directory for the PNG files.
         dir: PathBuf,
+    },
+    /// Several builds of `adz compress` side by side on the same inputs and links.
+    ///
+    /// Each round runs every (input, link) once per build, rotating the builds' order from
+    /// round to round; rows go to --out as they are measured, and the summary (stdout)
+    /// compares medians with the first build. Keep inputs and --tmp in /dev/shm.
+    Ab(AbArgs),
+    /// Two results.csv of `run` (same plan) cell by cell: speed, ratio, rungs used.
+    Compare {
+        /// The reference run's results.csv.
+        old: PathBuf,
+        /// The run compared with it.
+        new: PathBuf,
     },
     /// PNG of a trace (`adz compress --trace` or the run's traces/): rung and speed per block.
     PlotTrace {
@@ -215,6 +234,67 @@ struct RunArgs {
     max_rows: Option<usize>,
 }
 
+#[derive(Args)]
+struct AbArgs {
+    #[command(flatten)]
+    common: Common,
+    /// A build: NAME=PATH of an `adz` binary (or PATH, named by its file name). At least two;
+    /// the first is the reference.
+    #[arg(long = "build", value_name = "NAME=PATH", required_unless_present = "report")]
+    builds: Vec<ab::Build>,
+    /// Inputs to use instead of datasets (each named by its file name).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["datasets", "real"])]
+    files: Vec<PathBuf>,
+    /// Link speeds in MB/s, comma-separated (given to `--throttle`).
+    #[arg(long, value_delimiter = ',', default_value = "117,1200")]
+    links: Vec<f64>,
+    /// Rounds (each build runs each cell once a round).
+    #[arg(long, default_value_t = 6)]
+    rounds: usize,
+    /// Arguments of `adz compress` for every build, as one string.
+    #[arg(long, default_value = "-s throughput", allow_hyphen_values = true)]
+    args: String,
+    /// The CSV of every run.
+    #[arg(long, default_value = "/dev/shm/adz-bench-ab.csv")]
+    out: PathBuf,
+    /// Directory for the compressed outputs.
+    #[arg(long, default_value = "/dev/shm")]
+    tmp: PathBuf,
+    /// Print the summary of an earlier run's CSV and run nothing.
+    #[arg(long, value_name = "CSV")]
+    report: Option<PathBuf>,
+}
+
+fn ab_cmd(a: AbArgs) -> Result<()> {
+    if let Some(csv) = a.report {
+        print!("{}", ab::summary(&ab::read_csv(&csv)?));
+        return Ok(());
+    }
+    let inputs = if a.files.is_empty() {
+        a.common.ensure_all()?
+    } else {
+        a.files
+            .iter()
+            .map(|p| {
+                let n = p.file_name().map_or("input".into(), |n| n.to_string_lossy().into_owned());
+                (n, p.clone())
+            })
+            .collect()
+    };
+    let plan = ab::AbPlan {
+        builds: a.builds,
+        inputs,
+        links: a.links,
+        rounds: a.rounds,
+        args: a.args.split_whitespace().map(str::to_owned).collect(),
+        tmp: a.tmp,
+    };
+    let rows = ab::run(&plan, &a.out)?;
+    eprintln!("adz-bench ab: {} rows in {}", rows.len(), a.out.display());
+    print!("{}", ab::summary(&rows));
+    Ok(())
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -249,6 +329,11 @@ fn real_main() -> Result<()> {
             for f in plot::plot_sweeps(&rows, &dir)? {
                 println!("{}", f.display());
             }
+            Ok(())
+        }
+        Cmd::Ab(a) => ab_cmd(a),
+        Cmd::Compare { old, new } => {
+            print!("{}", compare::markdown(&results::read_csv(&old)?, &results::read_csv(&new)?));
             Ok(())
         }
         Cmd::PlotTrace { trace, png, title } => {
