@@ -2,6 +2,7 @@
 //! messages. The work is done by the adz library crates.
 
 mod cost;
+mod generate;
 mod io;
 mod predict;
 mod progress;
@@ -68,7 +69,7 @@ its temporary files, except a compress temporary holding complete frames, which 
 `adz recover`. See docs/RELIABILITY.md.";
 
 #[derive(Parser)]
-#[command(name = "adz", version = VERSION, about = ABOUT, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(name = "adz", version = VERSION, about = "Adaptive compression on the storage I/O path.", long_about = ABOUT, after_help = AFTER_HELP, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,6 +101,8 @@ enum Command {
     /// What compression costs and saves in money and time (thesis 3.4, 3.5).
     #[command(after_help = cost::AFTER_HELP)]
     Cost(cost::CostArgs),
+    /// Print the man page or shell completions (`make install` installs them).
+    Generate(generate::GenerateArgs),
 }
 
 #[derive(Args)]
@@ -276,6 +279,7 @@ fn main() -> ExitCode {
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
         Command::Cost(a) => cost::run(a),
+        Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
         Ok(code) => code,
@@ -316,7 +320,8 @@ impl StdoutUse {
             | Command::Inspect(_)
             | Command::Ls(_)
             | Command::Predict(_)
-            | Command::Cost(_) => (true, true),
+            | Command::Cost(_)
+            | Command::Generate(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
     }
