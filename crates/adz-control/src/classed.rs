@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use adz_format::CodecSpec;
+
 use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
     ShadowMeasurement, SinkMeasurement, Status,
@@ -38,7 +40,7 @@ pub struct ClassedController {
     /// Classes whose controller, once created, starts in probe mode.
     probe_start: [bool; MAX_CLASSES],
     /// Classes whose controller, once created, starts at this rung.
-    start_of: [Option<adz_format::CodecSpec>; MAX_CLASSES],
+    start_of: [Option<CodecSpec>; MAX_CLASSES],
     /// Raw bytes decided per class, decaying with a half-life of [`SHARE_MEMORY`] bytes.
     bytes: [f64; MAX_CLASSES],
     /// Mean length, in blocks, of a class's runs of consecutive blocks (0: none yet).
@@ -102,7 +104,7 @@ impl ClassedController {
     }
 
     /// Set every class's start rung (see [`Controller::set_start`]).
-    pub fn set_start(&mut self, rung: adz_format::CodecSpec) {
+    pub fn set_start(&mut self, rung: CodecSpec) {
         for c in self.inner.iter_mut().flatten() {
             c.set_start(rung);
         }
@@ -118,7 +120,7 @@ impl ClassedController {
 
     /// Set the start rung of `class`'s controller, now or when the class's first block comes
     /// (a sampling predictor's start for a new kind of data; see [`Controller::set_start`]).
-    pub fn set_start_of(&mut self, class: u8, rung: adz_format::CodecSpec) {
+    pub fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
         let class = (class as usize).min(MAX_CLASSES - 1);
         self.start_of[class] = Some(rung);
         if let Some(c) = &mut self.inner[class] {
@@ -386,6 +388,26 @@ impl Control for ClassedController {
         let Some(&(class, d)) = self.in_flight.get(&m.decision.seq) else { return };
         let m = ShadowMeasurement { decision: d, ..*m };
         self.get(class).record_shadow(&m);
+    }
+
+    fn set_path_cost(&mut self, cpu: f64, serial: f64) {
+        ClassedController::set_path_cost(self, cpu, serial)
+    }
+
+    fn set_start(&mut self, rung: CodecSpec) {
+        ClassedController::set_start(self, rung)
+    }
+
+    fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
+        ClassedController::set_start_of(self, class, rung)
+    }
+
+    fn start_incompressible(&mut self, class: u8) {
+        ClassedController::start_incompressible(self, class)
+    }
+
+    fn status_of(&self, class: u8) -> Status {
+        ClassedController::status_of(self, class)
     }
 }
 

@@ -198,6 +198,22 @@ pub struct Status {
     pub shadow_share: f64,
 }
 
+/// The largest compressed share of a mix for which the pipeline's pools get extra buffers
+/// ([`Status::compresses_in_mix`]).
+pub(crate) const MIX_BUFFERS_SHARE: f64 = 0.5;
+
+impl Status {
+    /// Whether the controller mixes raw blocks with a minority of compressed ones: then a
+    /// compressed block holds up the raw frames behind it at the ordered writer, and the
+    /// pipeline's pools need a few more buffers. Not while it probes, nor in a "mix" that
+    /// sends everything raw, nor when most blocks compress (the frames behind are as slow,
+    /// and a larger working set only slows the codec). Decision 0014.
+    pub fn compresses_in_mix(&self) -> bool {
+        matches!(self.mode, Mode::Mix { compress_fraction }
+            if compress_fraction > 0.0 && compress_fraction <= MIX_BUFFERS_SHARE)
+    }
+}
+
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mbs =
@@ -222,5 +238,34 @@ impl fmt::Display for Status {
             write!(f, " ratio {r:.2}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_mix_that_sends_most_blocks_raw_compresses_in_mix() {
+        let status = |mode| Status {
+            strategy: Strategy::Throughput,
+            rung: CodecSpec::NONE,
+            mode,
+            target: None,
+            speed: None,
+            ratio: None,
+            link: None,
+            cpu_share: None,
+            blocks: 0,
+            shadows: 0,
+            shadow_share: 0.0,
+        };
+        let mix = |p| status(Mode::Mix { compress_fraction: p }).compresses_in_mix();
+        assert!(mix(0.1) && mix(0.4) && mix(MIX_BUFFERS_SHARE));
+        assert!(!mix(0.0), "everything raw: nothing holds a raw frame up");
+        assert!(!mix(0.8), "mostly compressed: the frames behind are as slow");
+        for mode in [Mode::Probe, Mode::Adapt, Mode::Start, Mode::Fixed] {
+            assert!(!status(mode).compresses_in_mix(), "{mode:?}");
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! The controller: told measurements, asked for the next block's codec, level and filters.
 //!
-//! Its rooms: [`config`] (settings), `measure` (what it is told and answers), `pace` (link,
+//! Its rooms: `config` (settings), `control` (the [`Control`] trait), `measure` (what it is told and answers), `pace` (link,
 //! pipe and stretch), `probe` (incompressible data), `mix` (raw and compressed blocks),
 //! `schedule` (the S2/S3 aim), `decide` (the adaptive decision) and `shadow`.
 
 mod config;
+mod control;
 mod decide;
 mod measure;
 mod mix;
@@ -16,6 +17,7 @@ mod shadow;
 use adz_format::{CodecSpec, FilterSpec, Filters};
 
 pub use self::config::{ControllerConfig, INITIAL_LEVEL};
+pub use self::control::Control;
 use self::decide::Lane;
 pub(crate) use self::decide::RATIO_TIE;
 pub use self::measure::{
@@ -29,45 +31,6 @@ use crate::hint::Hint;
 use crate::ladder::Ladder;
 use crate::model::{LinkEstimator, Model, Rates, Sample};
 use crate::strategy::{Link, Strategy};
-
-/// What a pipeline (or the simulator) needs of a controller: [`Controller`] and
-/// [`ClassedController`](crate::ClassedController) both are one.
-pub trait Control {
-    /// Decide the next block's codec, level and filters.
-    fn next_block(&mut self, ctx: &BlockContext) -> Decision;
-    /// What a worker measured for one block.
-    fn record_block(&mut self, m: &BlockMeasurement);
-    /// What the sink measured for one write.
-    fn record_sink(&mut self, m: &SinkMeasurement);
-    /// A compressed block is kept only if `stored <= raw * keep_threshold()`.
-    fn keep_threshold(&self) -> f64;
-    /// The current state, for progress and traces.
-    fn status(&self) -> Status;
-    /// What a worker measured for a block's shadow (call it before that block's
-    /// `record_block`).
-    fn record_shadow(&mut self, m: &ShadowMeasurement);
-}
-
-impl Control for Controller {
-    fn next_block(&mut self, ctx: &BlockContext) -> Decision {
-        Controller::next_block(self, ctx)
-    }
-    fn record_block(&mut self, m: &BlockMeasurement) {
-        Controller::record_block(self, m)
-    }
-    fn record_sink(&mut self, m: &SinkMeasurement) {
-        Controller::record_sink(self, m)
-    }
-    fn keep_threshold(&self) -> f64 {
-        Controller::keep_threshold(self)
-    }
-    fn status(&self) -> Status {
-        Controller::status(self)
-    }
-    fn record_shadow(&mut self, m: &ShadowMeasurement) {
-        Controller::record_shadow(self, m)
-    }
-}
 
 /// The controller. It owns no threads and does no I/O: the pipeline asks it for every block's
 /// decision ([`next_block`](Controller::next_block)) and tells it what happened
