@@ -419,8 +419,10 @@ mod hint;
 mod ladder;
 mod model;
 pub mod mrc;
+#[cfg(feature = "sim")]
 pub mod sim;
 mod strategy;
+mod timeline;
 
 pub use adz_format::{CodecSpec, FilterSpec, Filters};
 
@@ -434,3 +436,4 @@ pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};
 pub use crate::ladder::{entropy_coded, reference, Ladder, Reference};
 pub use crate::strategy::{Link, Strategy};
+pub use crate::timeline::{Schedule, Slot};
