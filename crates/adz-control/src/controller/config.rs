@@ -71,13 +71,7 @@ pub struct ControllerConfig {
     /// S2/S3: a write ahead of its target's schedule spends what it saved over about this
     /// many blocks plus the pipeline's depth (2 per worker), aiming below the target (at most
     /// at half of it); 0 turns the schedule off, so that the lane holds the slowest rung that
-    /// meets the target. Default 8.
-    ///
-    /// Through 117 MB/s on two cores, a kernel tar's S2 and S3 writes take 0.98-1.01 of their
-    /// target time with it, and 0.79-0.92 without. Doubles (ratio 1.05) overshoot with or
-    /// without it: S2 takes 1.03-1.10x its target with it and 1.00-1.16x without (4 runs
-    /// each). At zstd:15 both cores are busy, the ordered writer is starved of CPU, and the
-    /// link runs at 112 MB/s instead of 117.
+    /// meets the target. Default 8 (measurements: docs/decisions/0008).
     pub schedule_blocks: f64,
     /// CPUs the pipeline may use (0: as many as `threads`). With the pipeline's CPU time in
     /// [`SinkMeasurement::cpu`](crate::SinkMeasurement::cpu) it says how much CPU is left for compression while the link

@@ -45,19 +45,14 @@ pub(super) struct Lane {
 pub(super) const EXPLORE: f64 = 0.15;
 
 /// S1: predicted ratios within this factor of each other (1 %) count as equal, and the faster
-/// rung wins. A link-bound write gains at most that much from the better one, which is within
-/// what the model can tell apart on rungs it has not measured (the reference shape's step
-/// between neighbouring zstd levels is 0.1-1 %, and ratios measured on real blocks of one kind
-/// of data scatter by a few tenths of a percent). Without it S1 climbed for ratios it could
-/// not tell apart: on the float arrays of `adz-datagen mixed` every zstd level from 2 to 14
-/// gives 1.047, and S1 went up to zstd:13 at a sixth of zstd:2's speed.
+/// rung wins: a link-bound write gains at most that much, within what the model can tell
+/// apart on rungs it has not measured (decision 0006).
 pub(crate) const RATIO_TIE: f64 = 0.01;
 
 /// S2/S3 spend more effort only where it buys ratio: a climb onto a rung measured on this data,
 /// or a blend with one, needs that rung's ratio above the current one's by this factor
-/// (0.25 %). On float arrays zstd 12..17 store the same bytes to within 0.01 % while
-/// zstd:16 compresses 9x slower than zstd:15; on text consecutive levels that differ at all
-/// differ by 0.4..3 %.
+/// (0.25 %): below what text's consecutive levels differ by, above float arrays' ties
+/// (decision 0009).
 pub(super) const MIN_RATIO_GAIN: f64 = 0.0025;
 
 /// Two rungs' ratios, measured on different blocks, are compared only where the data

@@ -5,11 +5,9 @@ use super::Controller;
 use crate::strategy::Strategy;
 
 /// Mix rungs whose predicted value ([`Controller::mix_value`]) is within this share (10 %) of
-/// the best count as equally good, and the mix compresses with the fastest of them. Near the
-/// optimum the mix's throughput hardly depends on the rung (text through 1200 MB/s on two
-/// cores: every LZ4 level from 1 to 50 within 10 %), while a slow rung's block holds up every
-/// frame behind it at the ordered writer, and one block's measured speed on two busy cores
-/// scatters by 2x: a mix with lz4:1 measured 0.92x raw, one with lz4:25-50 1.3x.
+/// the best count as equally good, and the mix compresses with the fastest of them: near the
+/// optimum the rung hardly matters, while a slow rung's block holds up the ordered writer
+/// (docs/decisions/0013).
 pub(super) const MIX_TIE: f64 = 0.10;
 
 /// A mix compressing less than this fraction of blocks sends everything raw: below it the
@@ -68,10 +66,8 @@ impl Controller {
     /// every block costs the raw path `c` per byte, a compressed one also its compression `1/s`
     /// (the worker's CPU time, [`Controller::cpu_speed`]). With `C` CPUs both the CPUs and the
     /// link are busy when `C (1 - p (1 - 1/f)) = L (c + p / s)`, so
-    /// `p = (C - L c) / (C (1 - 1/f) + L / s)`. The workers' wall times alone count the raw
-    /// path's CPU twice (once as their own wait for a core): text through 1200 MB/s on two
-    /// cores measured lz4 at half its speed in a mix, and S1 compressed 60 % of the blocks
-    /// where compressing all wrote fastest.
+    /// `p = (C - L c) / (C (1 - 1/f) + L / s)`. Not the workers' wall times, which count the
+    /// raw path's CPU twice (docs/decisions/0012).
     pub(super) fn s1_cpu_share(&self, link: f64, c: f64, m: usize) -> (f64, f64) {
         let cpus = self.cpus();
         let a = 1.0 - 1.0 / self.model.ratio(m, self.clock);
@@ -90,13 +86,8 @@ impl Controller {
         let now = self.clock;
         let s = self.threads * self.model.speed(m, now);
         // Raw blocks cost what the workers measure (a checksum), or what the sink saw the
-        // whole pipeline spend on them. If that cannot even fill the link, every compressed
-        // block slows the write and the share comes out zero (all raw); a little above the
-        // link, a small share (where the pipeline and the link are about even, the estimate
-        // scatters around the link: 5.1-6.3 GB/s at 6000 MB/s on 2 cores). Not far above
-        // it: there the sink's figure also counts the ordered writer's stalls behind a
-        // compressed block (in the simulator with 2 N buffers, 1.5 L where the workers store
-        // raw at 2.7 L), which a mix pays for in the time it saves.
+        // whole pipeline spend on them while that is near the link; far above it the sink's
+        // figure also counts the writer's stalls, which the mix pays for (decision 0010).
         let r = self.threads * self.model.raw_speed().unwrap_or(f64::INFINITY);
         let r = match self.pipe.raw_speed {
             Some(pipe) if pipe < PIPE_TRUSTED * link => r.min(pipe),

@@ -70,12 +70,8 @@ impl Controller {
         let link = self.link();
         let strong = !m.backlogged && link.is_some_and(|l| waited * l > m.bytes as f64);
         let w = if strong { 4.0 * BACKLOG_WEIGHT } else { BACKLOG_WEIGHT };
-        // Not while the pipeline fills (its depth, 2 frames per worker): those frames find
-        // the sink idle whatever the link. After it, from a neutral start (the mix applies in
-        // full), not from the first write's yes or no: a first write that found the sink idle
-        // made the mix send its next dozen blocks raw while the share crept back, and the
-        // fill's writes did the same (text through 1200 MB/s on two cores: the first 32
-        // blocks at 0.8x raw's speed, the rest at 1.4x).
+        // Not while the pipeline fills (2 frames per worker find the sink idle whatever the
+        // link); after it, from a neutral start where the mix applies in full (decision 0011).
         self.sink_writes += 1;
         if self.sink_writes > 2 * self.cfg.threads.max(1) as u64 {
             let b = self.sink_backlog.unwrap_or(BACKLOG_BUSY);
@@ -102,12 +98,9 @@ impl Controller {
     /// The sink's account of the pipeline's pace. Over the last few writes, the elapsed time
     /// `E` is the link's (it was busy nearly all of it) or the CPU's: compression took `W / N`
     /// of it (worker time over the workers) and moving the raw frames the rest, so the
-    /// pipeline moves raw blocks at `X / (E - W / N)` (`X` their raw bytes). On two cores that
-    /// is far below what the workers measure of a raw block (a checksum): the application's
-    /// reader, the hand-offs and the writer's copies cost CPU too, and a compressed block
-    /// takes a core from them (6000 MB/s: raw moved 5.9 GB/s where the workers' checksums
-    /// alone ran at 50). While the link is the bottleneck the same figure is only a lower
-    /// bound, and only raises the estimate.
+    /// pipeline moves raw blocks at `X / (E - W / N)` (`X` their raw bytes): on few cores far
+    /// below the workers' checksum speed (decision 0010). While the link is the bottleneck the
+    /// figure is only a lower bound, and only raises the estimate.
     pub(super) fn record_pace(&mut self, m: &SinkMeasurement, elapsed: f64, link: Option<f64>) {
         if m.raw == 0 || !elapsed.is_finite() {
             return;
@@ -141,10 +134,8 @@ impl Controller {
         // While the link is the bottleneck the sink's clock says only that the pipeline was at
         // least that fast. The pipeline's CPU time says how much faster it could be: moving
         // the raw bytes cost `cpu - cpu_work` CPU seconds, so with `cpus` CPUs it could move
-        // them at `cpus X / (cpu - cpu_work)` (X all raw bytes: every frame takes that path).
-        // Text through 1200 MB/s on two cores: the pace gave about the link, and a mix that
-        // had gone all raw stayed there for good, where compressing with lz4 wrote 1.2-1.3x
-        // faster; the CPU was two-thirds idle.
+        // them at `cpus X / (cpu - cpu_work)` (X all raw bytes: every frame takes that path;
+        // decision 0012).
         let by_cpu = self.cpu_raw_speed();
         let p = &mut self.pipe;
         p.raw_speed = match (p.raw_speed, by_cpu) {
@@ -180,9 +171,8 @@ impl Controller {
     /// The speed at which the pipeline can move raw blocks, raw bytes/s: the least of what
     /// its CPUs can ([`Controller::cpu_path_cost`]), what the sink saw
     /// ([`Controller::pipeline_raw_speed`]) and, before the pipeline has measured itself, what
-    /// its one-thread stages can ([`Controller::set_path_cost`]). The CPUs' figure alone is
-    /// too high: through 6000 MB/s on two cores it said 6-7 GB/s where raw blocks moved at 4.5,
-    /// the application's copy into the pipeline being one thread. None before any is known.
+    /// its one-thread stages can ([`Controller::set_path_cost`]); the CPUs' figure alone misses
+    /// a one-thread stage (decision 0017). None before any is known.
     pub(super) fn raw_path_speed(&self) -> Option<f64> {
         let cpu = self.cpu_path_cost().map(|c| self.cpus() / c);
         let serial = self.serial_prior.filter(|_| self.pipe.writes < PIPE_MIN_WRITES);

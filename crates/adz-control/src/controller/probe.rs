@@ -38,16 +38,9 @@ pub(super) const SAVER_WINDOW: u64 = 16;
 /// [`SAVER_WINDOW`] blocks the data is back in probe mode: the strategy has no use for the
 /// rung that compressed (S1 at a link faster than that rung, on data that its cheaper rungs
 /// store raw). Such a rung's probes are then put off until the blocks sent raw in between
-/// carry `1 / PROBE_COST_SHARE` times what it cost. A probe holds the in-order link up for
-/// as long as it takes: at 1200 MB/s a zstd:1 probe of float data (10 ms) stands for 11
-/// blocks' link time, and the loop (zstd:1 probe, resume, a fast rung stored raw, probe
-/// mode) every 8 blocks made a 256 MiB write of a solver's matrix 0.68x raw. Probes that fail
-/// keep their pace of 4-10 blocks: they are how data that compresses again is noticed
-/// (climate fields at 1200 MB/s wrote 5 % slower when failed probes were put off as well).
-/// Unless compression has nothing to gain (the raw path alone cannot keep up with the link):
-/// then every probe is paced by its cost ([`Controller::futile_wait`]). Through 6000 MB/s on
-/// two cores a probe of the kernel's `.tar.xz` took about 1 ms, five blocks' link time,
-/// every 10 blocks, and S1 wrote at 0.72 of raw.
+/// carry `1 / PROBE_COST_SHARE` times what it cost. Probes that fail keep their pace of 4-10
+/// blocks (they notice data that compresses again), unless compression has nothing to gain:
+/// then every probe is paced by its cost ([`Controller::futile_wait`]). Decision 0017.
 pub(super) const PROBE_COST_SHARE: f64 = 0.05;
 
 /// The most blocks a probe is put off by its cost.

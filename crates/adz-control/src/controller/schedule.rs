@@ -18,8 +18,7 @@ impl Controller {
     /// S2/S3: over how many blocks the schedule is paid back: the configured number plus the
     /// pipeline's depth (2 blocks per worker), because the sink reports a block that many
     /// blocks after it was decided, and a controller that reacts faster than it learns
-    /// overshoots (with 8 workers and a horizon of 8 blocks, S2 ran 6-11 % late in the
-    /// simulator).
+    /// overshoots (decision 0008).
     pub(super) fn schedule_horizon(&self) -> f64 {
         self.cfg.schedule_blocks + 2.0 * self.cfg.threads.max(1) as f64
     }
@@ -27,11 +26,8 @@ impl Controller {
     /// S2/S3: account a frame the sink wrote against the target's schedule: `elapsed` seconds
     /// passed between the end of the previous write and the end of this one (the sink's wait
     /// for the frame and its write), where the target gives its `raw` bytes `raw / T`. The
-    /// sink's clock, not the workers': on two cores the application's reader and the ordered
-    /// writer take CPU too, and the workers' own times made S2 10 % and S3 14 % late on a
-    /// kernel tar through a 117 MB/s link. An application that writes slower than the target
-    /// makes the write look behind, and the aim rises a little (at most 4/3): that costs some
-    /// ratio, no time.
+    /// sink's clock, not the workers', which miss the reader's and the writer's CPU (decision
+    /// 0008). An application slower than the target only raises the aim (at most 4/3).
     pub(super) fn track_schedule(&mut self, raw: u64, elapsed: f64) {
         let Some(link) = self.link() else { return };
         let t = self.cfg.strategy.target_speed(link, 1.0);
@@ -54,16 +50,10 @@ impl Controller {
     /// The aggregate compression speed a rung must reach for `strategy`: its target, and for
     /// the configured S2/S3 corrected by the write's schedule.
     ///
-    /// Real data is noisy: the blocks of a kernel tar at one zstd level compress at 0.6-1.8x
-    /// their mean speed. The controller is asymmetric: it leaves a rung that looks too slow
-    /// at once, and climbs only on confirmed headroom. Together these spend the noise on the
-    /// fast side, and S2 and S3 finished text through a 117 MB/s link in 0.72-0.95 of their
-    /// target time (0.72-0.90 in the simulator with the same noise).
-    ///
-    /// So a write `A` seconds ahead of its schedule aims for blocks of `b/T + A/K` seconds
-    /// (`b` the block size, `K` the [`Controller::schedule_horizon`]). That is slower than
-    /// the target, and it spends what it saved over the next `K` blocks. In the simulator,
-    /// with the same noise, S2 and S3 then take 0.98-1.01 of their target time.
+    /// The controller's asymmetry spends noisy data's noise on the fast side, so S2 and S3
+    /// would finish early (decision 0008). A write `A` seconds ahead of its schedule therefore
+    /// aims for blocks of `b/T + A/K` seconds (`b` the block size, `K` the
+    /// [`Controller::schedule_horizon`]), spending what it saved over the next `K` blocks.
     ///
     /// Behind its schedule, a write aims faster than the target, but gently: the schedule
     /// counts at most `K/4` blocks behind (and `K` ahead), so the aim stays within
@@ -82,9 +72,8 @@ impl Controller {
 
     /// S2/S3: the share of blocks to send to a slower rung, and which, when `cur` is faster
     /// than the target and the partner slower, so that the blend spends the target's time.
-    /// Rungs are discrete (text at 117 MB/s: zstd:9 takes 0.8 of S2's time, zstd:10 1.1 of
-    /// it), so without a blend S2 and S3 would finish up to a rung's step early, with less
-    /// ratio than their time allows. With `S` the current rung's aggregate speed, `S'` the
+    /// Rungs are discrete, so without a blend S2 and S3 would finish up to a rung's step
+    /// early, with less ratio than their time allows (decision 0008). With `S` the current rung's aggregate speed, `S'` the
     /// partner's and `T` the target, a share `p` of blocks at the partner takes
     /// `(1-p)/S + p/S'` per raw byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The
     /// blend aims [`BLEND_AIM`] above the target, so that noise does not push the write past
@@ -92,7 +81,7 @@ impl Controller {
     ///
     /// The partner is the first rung above `cur`, within a climb, that buys ratio over it
     /// ([`Controller::buys_ratio`]): time spent on a rung that stores the same bytes buys
-    /// nothing (text: zstd:11 and zstd:12 store the same 1 MiB blocks, zstd:13 0.75 % less).
+    /// nothing (decision 0009).
     /// Zero when the current rung is already within [`BLEND_AIM`] of the target, when the
     /// partner is fast enough to move to (the climb's business), when no rung within a climb
     /// buys ratio, or past the ladder's end.
