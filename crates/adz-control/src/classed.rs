@@ -50,7 +50,7 @@ pub struct ClassedController {
 }
 
 /// Half-life, in raw bytes decided, of the classes' shares of the write (S1's CPU budget).
-pub const SHARE_MEMORY: f64 = (64u64 << 20) as f64;
+const SHARE_MEMORY: f64 = (64u64 << 20) as f64;
 
 /// S1's budget across classes: the share of N blocks of other data whose link time a run of
 /// one class may count on to hide its CPU time beyond its own link time (see
@@ -158,7 +158,7 @@ impl ClassedController {
     /// the frames waiting for the link can cover (a quarter of N blocks of the other
     /// class that stores least): the oracle's bound assumes every block's CPU time overlaps
     /// any other's link time, while 2 N buffers overlap only neighbouring runs.
-    pub fn s1_workers(&self, class: u8) -> Option<f64> {
+    pub(crate) fn s1_workers(&self, class: u8) -> Option<f64> {
         let class = (class as usize).min(MAX_CLASSES - 1);
         let link = self.inner[class].as_ref()?.link()?;
         let total: f64 = self.bytes.iter().sum();
@@ -235,7 +235,7 @@ impl ClassedController {
 
 /// S1's schedule for a write of several classes (see [`s1_plan`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct S1Plan {
+pub(crate) struct S1Plan {
     /// Per class, the index of the option chosen.
     pub picks: Vec<usize>,
     /// `N T / U` of the schedule: the CPU time the workers have while the link sends the
@@ -260,7 +260,7 @@ pub struct S1Plan {
 /// price is the lowest at which `sum w_c cpu_c / N <= sum w_c stored_c / L` (bisected on a
 /// log scale); if even the cheapest options are CPU-bound, they are the schedule, with
 /// headroom below 1.
-pub fn s1_plan(classes: &[(f64, Vec<(f64, f64)>)], n: f64, link: f64) -> S1Plan {
+pub(crate) fn s1_plan(classes: &[(f64, Vec<(f64, f64)>)], n: f64, link: f64) -> S1Plan {
     let pick = |lambda: f64| -> Vec<usize> {
         classes
             .iter()

@@ -150,7 +150,7 @@ impl Controller {
     /// A controller for a different kind of data in the same write: it shares what this one
     /// measured of the link, the sink and the workers' wall/CPU ratio, and learns the data
     /// afresh (model, lanes, probe state).
-    pub fn fork(&self) -> Controller {
+    pub(crate) fn fork(&self) -> Controller {
         let mut c = Controller::new(self.cfg.clone());
         c.link = self.link.clone();
         c.sink_backlog = self.sink_backlog;
