@@ -333,26 +333,8 @@ impl SimConfig {
                     let p = seg.data.perf(decision.codec);
                     (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0))
                 };
-                let shadow = decision.shadow.filter(|_| {
-                    self.shadows
-                        && decision.codec != CodecSpec::NONE
-                        && !seg.hints.contains(&Hint::NoCompress)
-                });
-                let shadow = shadow.map(|s| {
-                    let slice = (SHADOW_BYTES as u64).min(raw);
-                    let p = seg.data.perf(s);
-                    let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
-                    let base_secs = slice as f64 / speed;
-                    let secs = slice as f64 / sp;
-                    ShadowMeasurement {
-                        decision,
-                        raw_len: slice,
-                        base_stored: (slice as f64 / ratio).ceil() as u64,
-                        base_cpu: Duration::from_secs_f64(base_secs),
-                        stored: (slice as f64 / sr).ceil() as u64,
-                        cpu: Duration::from_secs_f64(secs),
-                    }
-                });
+                let shadow =
+                    self.shadow_for(seg, decision, raw, (speed, ratio), (jit_speed, jit_ratio));
                 let shadow_secs =
                     shadow.map_or(0.0, |s| s.base_cpu.as_secs_f64() + s.cpu.as_secs_f64());
                 let compressed = (raw as f64 / ratio).ceil() as u64;
@@ -383,17 +365,7 @@ impl SimConfig {
                     cpu: if self.cpu_times { Duration::from_secs_f64(cpu) } else { Duration::ZERO },
                 };
                 pending.push((finish, 0, seq, Event::Block(m, shadow)));
-                let s = SinkMeasurement {
-                    bytes: stored + FRAME_HEADER,
-                    busy: Duration::from_secs_f64(busy),
-                    // The simulated link has no buffer, so every write is pure link time; the
-                    // flag says, as the real sequencer does, whether the frame was waiting.
-                    backlogged,
-                    raw,
-                    waited: Duration::from_secs_f64(waited),
-                    // No pipeline CPU time: the simulated raw path is the workers' alone.
-                    cpu: Duration::ZERO,
-                };
+                let s = sink_measurement(stored + FRAME_HEADER, busy, backlogged, raw, waited);
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {
                     seq,
@@ -412,6 +384,39 @@ impl SimConfig {
         }
         deliver(ctl, &mut pending, f64::INFINITY);
         SimReport { link: self.link, threads: self.threads, blocks }
+    }
+
+    /// The shadow measurement of a block decided `decision` if the run makes shadows: its
+    /// slice at the block's codec (`(speed, ratio)`) and at the shadow rung, with the block's
+    /// jitter.
+    fn shadow_for(
+        &self,
+        seg: &Segment,
+        decision: Decision,
+        raw: u64,
+        (speed, ratio): (f64, f64),
+        (jit_speed, jit_ratio): (f64, f64),
+    ) -> Option<ShadowMeasurement> {
+        let shadow = decision.shadow.filter(|_| {
+            self.shadows
+                && decision.codec != CodecSpec::NONE
+                && !seg.hints.contains(&Hint::NoCompress)
+        });
+        shadow.map(|s| {
+            let slice = (SHADOW_BYTES as u64).min(raw);
+            let p = seg.data.perf(s);
+            let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
+            let base_secs = slice as f64 / speed;
+            let secs = slice as f64 / sp;
+            ShadowMeasurement {
+                decision,
+                raw_len: slice,
+                base_stored: (slice as f64 / ratio).ceil() as u64,
+                base_cpu: Duration::from_secs_f64(base_secs),
+                stored: (slice as f64 / sr).ceil() as u64,
+                cpu: Duration::from_secs_f64(secs),
+            }
+        })
     }
 
     /// Uniform in [0, 1), deterministic in the seed, the block and the salt.
@@ -466,6 +471,27 @@ fn deliver(ctl: &mut impl Control, pending: &mut Vec<(f64, u8, u64, Event)>, now
             }
             Event::Sink(s) => ctl.record_sink(&s),
         }
+    }
+}
+
+/// What the sink reports of a frame of `bytes` (`raw` raw bytes) that took `busy` seconds on
+/// the link after a wait of `waited`. The simulated link has no buffer, so every write is pure
+/// link time; `backlogged` says, as the real sequencer does, whether the frame was waiting.
+/// No pipeline CPU time: the simulated raw path is the workers' alone.
+fn sink_measurement(
+    bytes: u64,
+    busy: f64,
+    backlogged: bool,
+    raw: u64,
+    waited: f64,
+) -> SinkMeasurement {
+    SinkMeasurement {
+        bytes,
+        busy: Duration::from_secs_f64(busy),
+        backlogged,
+        raw,
+        waited: Duration::from_secs_f64(waited),
+        cpu: Duration::ZERO,
     }
 }
 
