@@ -167,7 +167,7 @@ impl Controller {
     /// checksumming its sample): `cpu` CPU seconds per raw byte on all the pipeline's threads,
     /// and `serial` seconds per raw byte of its slowest one-thread stage. They stand in until
     /// the pipeline has measured itself over its first writes, so that the first blocks' mix
-    /// does not count raw blocks as free (docs/decisions/0023). A figure that is not finite and
+    /// does not count raw blocks as free (docs/decisions/0017). A figure that is not finite and
     /// positive is ignored.
     pub fn set_path_cost(&mut self, cpu: f64, serial: f64) {
         let ok = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
