@@ -1,10 +1,10 @@
 //! The pipeline's timing, block by block ([`Schedule`]): shared by the simulator and by
 //! adz-core's predictor, which times its estimate of a write with it.
 
-/// The pipeline's timing, block by block: the earliest free of N workers takes the next
-/// block once a buffer is free (at most `buffers` blocks between a worker taking a block and
-/// its frame written), and the link writes the frames in order, each after the one before.
-/// The simulator (`sim::SimConfig::run`) times its blocks with it, and adz-core's predictor its write along the
+/// The pipeline's timing, block by block: the earliest free of N workers takes the next block once
+/// a buffer is free (at most `buffers` blocks between a worker taking a block and its frame
+/// written), and the link writes the frames in order, each after the one before. The simulator
+/// (`sim::SimConfig::run`) times its blocks with it, and adz-core's predictor its write along the
 /// kinds of data; so both take the same pipeline.
 #[derive(Debug, Clone)]
 pub struct Schedule {

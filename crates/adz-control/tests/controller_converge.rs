@@ -1,6 +1,6 @@
-//! Convergence: each strategy reaches its target rung from far above and below, leaves a too-slow rung at once, and holds through noise.
-//! Checked with the deterministic pipeline simulator (`adz_control::sim`) and made-up
-//! measurements; no threads, no clock.
+//! Convergence: each strategy reaches its target rung from far above and below, leaves a too-slow
+//! rung at once, and holds through noise. Checked with the deterministic pipeline simulator
+//! (`adz_control::sim`) and made-up measurements; no threads, no clock.
 
 mod common;
 

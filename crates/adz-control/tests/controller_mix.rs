@@ -1,5 +1,5 @@
-//! Mixes of raw and compressed blocks where no rung is fast enough, and the pipeline's pace that sizes them.
-//! Checked with the deterministic pipeline simulator (`adz_control::sim`) and made-up
+//! Mixes of raw and compressed blocks where no rung is fast enough, and the pipeline's pace that
+//! sizes them. Checked with the deterministic pipeline simulator (`adz_control::sim`) and made-up
 //! measurements; no threads, no clock.
 
 mod common;

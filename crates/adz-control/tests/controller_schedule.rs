@@ -1,6 +1,6 @@
-//! S2 and S3: a write takes its target's time, through noise, between rungs, and without time spent on rungs that buy no ratio.
-//! Checked with the deterministic pipeline simulator (`adz_control::sim`) and made-up
-//! measurements; no threads, no clock.
+//! S2 and S3: a write takes its target's time, through noise, between rungs, and without time spent
+//! on rungs that buy no ratio. Checked with the deterministic pipeline simulator
+//! (`adz_control::sim`) and made-up measurements; no threads, no clock.
 
 mod common;
 

@@ -74,11 +74,12 @@ pub struct ControllerConfig {
     /// meets the target. Default 8 (measurements: docs/decisions/0008).
     pub schedule_blocks: f64,
     /// CPUs the pipeline may use (0: as many as `threads`). With the pipeline's CPU time in
-    /// [`SinkMeasurement::cpu`](crate::SinkMeasurement::cpu) it says how much CPU is left for compression while the link
-    /// is the bottleneck (see [`Controller::pipeline_raw_speed`](crate::Controller::pipeline_raw_speed)).
+    /// [`SinkMeasurement::cpu`](crate::SinkMeasurement::cpu) it says how much CPU is left for
+    /// compression while the link is the bottleneck (see
+    /// [`Controller::pipeline_raw_speed`](crate::Controller::pipeline_raw_speed)).
     pub cpus: usize,
-    /// Shadow compression ([`Decision::shadow`](crate::Decision::shadow)) may cost at most this share of the CPU the
-    /// blocks' own compression took; 0 turns it off. Default 0.03.
+    /// Shadow compression ([`Decision::shadow`](crate::Decision::shadow)) may cost at most this
+    /// share of the CPU the blocks' own compression took; 0 turns it off. Default 0.03.
     pub shadow_share: f64,
 }
 

@@ -75,8 +75,9 @@ pub struct Decision {
     /// The block's number: 0, 1, 2, ... in `next_block` order. Lets the controller tell a
     /// late measurement from a fresh one.
     pub seq: u64,
-    /// Shadow compression: also compress [`SHADOW_BYTES`](crate::SHADOW_BYTES) of this block with this rung and
-    /// with `codec`, and report both ([`Control::record_shadow`](crate::Control::record_shadow)), so that the controller keeps
+    /// Shadow compression: also compress [`SHADOW_BYTES`](crate::SHADOW_BYTES) of this block with
+    /// this rung and with `codec`, and report both
+    /// ([`Control::record_shadow`](crate::Control::record_shadow)), so that the controller keeps
     /// learning rungs it does not use. None: no shadow.
     pub shadow: Option<CodecSpec>,
 }
@@ -109,7 +110,8 @@ pub struct BlockMeasurement {
     pub raw_len: u64,
     /// Stored payload bytes, after the raw fallback.
     pub stored_len: u64,
-    /// The compressed result was not kept (see [`Controller::keep_threshold`](crate::Controller::keep_threshold)).
+    /// The compressed result was not kept (see
+    /// [`Controller::keep_threshold`](crate::Controller::keep_threshold)).
     pub stored_raw: bool,
     /// Wall-clock time the worker spent on the block (filters + codec).
     pub wall: Duration,
@@ -134,10 +136,10 @@ pub struct SinkMeasurement {
     /// Raw bytes the frame holds (0: unknown; the write then tells nothing of the pipeline's
     /// pace).
     pub raw: u64,
-    /// How long the sink waited for this frame after its previous write ended (zero for the
-    /// first frame, whose wait is the write's start-up, and for a backlogged one). With
-    /// `busy` it makes the write's elapsed time, from which the controller learns what the
-    /// whole pipeline costs per raw byte (see [`Controller::pipeline_raw_speed`](crate::Controller::pipeline_raw_speed)).
+    /// How long the sink waited for this frame after its previous write ended (zero for the first
+    /// frame, whose wait is the write's start-up, and for a backlogged one). With `busy` it makes
+    /// the write's elapsed time, from which the controller learns what the whole pipeline costs per
+    /// raw byte (see [`Controller::pipeline_raw_speed`](crate::Controller::pipeline_raw_speed)).
     pub waited: Duration,
     /// CPU time the pipeline's threads spent (the feeder reading and cutting blocks, the
     /// workers, the sequencer) since the previous sink measurement (zero: not measured); not

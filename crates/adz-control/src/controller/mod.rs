@@ -1,8 +1,9 @@
 //! The controller: told measurements, asked for the next block's codec, level and filters.
 //!
-//! Its rooms: `config` (settings), `control` (the [`Control`] trait), `measure` (what it is told and answers), `pace` (link,
-//! pipe and stretch), `probe` (incompressible data), `mix` (raw and compressed blocks),
-//! `schedule` (the S2/S3 aim), `decide` (the adaptive decision) and `shadow`.
+//! Its rooms: `config` (settings), `control` (the [`Control`] trait), `measure` (what it is
+//! told and answers), `pace` (link, pipe and stretch), `probe` (incompressible data), `mix`
+//! (raw and compressed blocks), `schedule` (the S2/S3 aim), `decide` (the adaptive decision,
+//! as steps that each return a move) and `shadow`. Layout and evidence: docs/decisions/0022.
 
 mod config;
 mod control;

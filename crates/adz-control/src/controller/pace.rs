@@ -189,7 +189,8 @@ impl Controller {
         }
     }
 
-    /// CPUs the pipeline may use ([`ControllerConfig::cpus`](crate::ControllerConfig::cpus), else the workers).
+    /// CPUs the pipeline may use ([`ControllerConfig::cpus`](crate::ControllerConfig::cpus), else
+    /// the workers).
     pub(super) fn cpus(&self) -> f64 {
         if self.cfg.cpus == 0 {
             self.threads

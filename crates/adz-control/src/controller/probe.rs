@@ -19,8 +19,8 @@ pub(super) struct ProbeState {
     pub(super) failed: Option<usize>,
 }
 
-/// [`BlockContext::class`](crate::BlockContext::class) of random-looking data: order-0 entropy above 7.8 bits per byte,
-/// where an entropy coder saves under the keep threshold's 3 %.
+/// [`BlockContext::class`](crate::BlockContext::class) of random-looking data: order-0 entropy
+/// above 7.8 bits per byte, where an entropy coder saves under the keep threshold's 3 %.
 pub(super) const RANDOM_CLASS: u8 = 4;
 
 /// A blind rung's failure moves the lanes to the first entropy rung only while the model's

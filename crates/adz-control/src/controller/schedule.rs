@@ -70,21 +70,19 @@ impl Controller {
         t * block / (block + self.schedule.clamp(behind, ahead) / self.schedule_horizon())
     }
 
-    /// S2/S3: the share of blocks to send to a slower rung, and which, when `cur` is faster
-    /// than the target and the partner slower, so that the blend spends the target's time.
-    /// Rungs are discrete, so without a blend S2 and S3 would finish up to a rung's step
-    /// early, with less ratio than their time allows (decision 0008). With `S` the current rung's aggregate speed, `S'` the
-    /// partner's and `T` the target, a share `p` of blocks at the partner takes
-    /// `(1-p)/S + p/S'` per raw byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The
-    /// blend aims [`BLEND_AIM`] above the target, so that noise does not push the write past
-    /// its bound.
+    /// S2/S3: the share of blocks to send to a slower rung, and which, when `cur` is faster than
+    /// the target and the partner slower, so that the blend spends the target's time. Rungs are
+    /// discrete, so without a blend S2 and S3 would finish up to a rung's step early, with less
+    /// ratio than their time allows (decision 0008). With `S` the current rung's aggregate speed,
+    /// `S'` the partner's and `T` the target, a share `p` of blocks at the partner takes `(1-p)/S +
+    /// p/S'` per raw byte; equal to `1/T` at `p = (1/T - 1/S) / (1/S' - 1/S)`. The blend aims
+    /// [`BLEND_AIM`] above the target, so that noise does not push the write past its bound.
     ///
     /// The partner is the first rung above `cur`, within a climb, that buys ratio over it
-    /// ([`Controller::buys_ratio`]): time spent on a rung that stores the same bytes buys
-    /// nothing (decision 0009).
-    /// Zero when the current rung is already within [`BLEND_AIM`] of the target, when the
-    /// partner is fast enough to move to (the climb's business), when no rung within a climb
-    /// buys ratio, or past the ladder's end.
+    /// ([`Controller::buys_ratio`]): time spent on a rung that stores the same bytes buys nothing
+    /// (decision 0009). Zero when the current rung is already within [`BLEND_AIM`] of the target,
+    /// when the partner is fast enough to move to (the climb's business), when no rung within a
+    /// climb buys ratio, or past the ladder's end.
     pub(super) fn blend_fraction(&self, strategy: Strategy, link: f64, cur: usize) -> (f64, usize) {
         let now = self.clock;
         let n = self.cfg.ladder.len();

@@ -8,8 +8,8 @@ use crate::strategy::Strategy;
 /// Bytes of a block a shadow measurement compresses (its middle, or all of a shorter block).
 pub const SHADOW_BYTES: usize = 64 << 10;
 
-/// The default [`ControllerConfig::shadow_share`](crate::ControllerConfig::shadow_share): Blosc2's tuner and issue 22 bound the cost
-/// of learning at a few per cent of the compression work.
+/// The default [`ControllerConfig::shadow_share`](crate::ControllerConfig::shadow_share): Blosc2's
+/// tuner and issue 22 bound the cost of learning at a few per cent of the compression work.
 pub(super) const SHADOW_SHARE: f64 = 0.03;
 
 /// A rung is shadowed again once it has not been measured for this many attempts.

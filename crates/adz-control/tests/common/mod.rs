@@ -231,13 +231,13 @@ pub fn converged_at(
     })
 }
 
-/// A made-up pipeline shaped like `adz compress -s throughput --throttle 6000MB/s` on 2 cores
-/// (256 MiB of text): the workers' raw blocks take 42 us (a checksum: 25 GB/s a thread), but
-/// the whole pipeline moves raw blocks at only `pipe_raw` (the reader, the hand-offs, the
-/// writer's copies; 5.9 GB/s measured), about the 6000 MB/s link; an lz4:50 block takes 800 us of a worker's two
+/// A made-up pipeline shaped like `adz compress -s throughput --throttle 6000MB/s` on 2 cores (256
+/// MiB of text): the workers' raw blocks take 42 us (a checksum: 25 GB/s a thread), but the whole
+/// pipeline moves raw blocks at only `pipe_raw` (the reader, the hand-offs, the writer's copies;
+/// 5.9 GB/s measured), about the 6000 MB/s link; an lz4:50 block takes 800 us of a worker's two
 /// cores' pipeline (ratio 1.7). The throttle's burst credit and the ordered writer make nearly
-/// every frame look backlogged, with writes faster than the link. Returns the blocks
-/// compressed and the write's time, in seconds, relative to all raw.
+/// every frame look backlogged, with writes faster than the link. Returns the blocks compressed and
+/// the write's time, in seconds, relative to all raw.
 pub fn cpu_bound_fast_link(strategy: Strategy, blocks: usize, pipe_raw: f64) -> (usize, f64) {
     const MIB: u64 = 1 << 20;
     let (threads, link) = (2, FDR4);
