@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use adz_format::CodecSpec;
+
 use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
     ShadowMeasurement, SinkMeasurement, Status,
@@ -38,7 +40,7 @@ pub struct ClassedController {
     /// Classes whose controller, once created, starts in probe mode.
     probe_start: [bool; MAX_CLASSES],
     /// Classes whose controller, once created, starts at this rung.
-    start_of: [Option<adz_format::CodecSpec>; MAX_CLASSES],
+    start_of: [Option<CodecSpec>; MAX_CLASSES],
     /// Raw bytes decided per class, decaying with a half-life of [`SHARE_MEMORY`] bytes.
     bytes: [f64; MAX_CLASSES],
     /// Mean length, in blocks, of a class's runs of consecutive blocks (0: none yet).
@@ -48,7 +50,7 @@ pub struct ClassedController {
 }
 
 /// Half-life, in raw bytes decided, of the classes' shares of the write (S1's CPU budget).
-pub const SHARE_MEMORY: f64 = (64u64 << 20) as f64;
+const SHARE_MEMORY: f64 = (64u64 << 20) as f64;
 
 /// S1's budget across classes: the share of N blocks of other data whose link time a run of
 /// one class may count on to hide its CPU time beyond its own link time (see
@@ -102,7 +104,7 @@ impl ClassedController {
     }
 
     /// Set every class's start rung (see [`Controller::set_start`]).
-    pub fn set_start(&mut self, rung: adz_format::CodecSpec) {
+    pub fn set_start(&mut self, rung: CodecSpec) {
         for c in self.inner.iter_mut().flatten() {
             c.set_start(rung);
         }
@@ -118,7 +120,7 @@ impl ClassedController {
 
     /// Set the start rung of `class`'s controller, now or when the class's first block comes
     /// (a sampling predictor's start for a new kind of data; see [`Controller::set_start`]).
-    pub fn set_start_of(&mut self, class: u8, rung: adz_format::CodecSpec) {
+    pub fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
         let class = (class as usize).min(MAX_CLASSES - 1);
         self.start_of[class] = Some(rung);
         if let Some(c) = &mut self.inner[class] {
@@ -156,7 +158,7 @@ impl ClassedController {
     /// the frames waiting for the link can cover (a quarter of N blocks of the other
     /// class that stores least): the oracle's bound assumes every block's CPU time overlaps
     /// any other's link time, while 2 N buffers overlap only neighbouring runs.
-    pub fn s1_workers(&self, class: u8) -> Option<f64> {
+    pub(crate) fn s1_workers(&self, class: u8) -> Option<f64> {
         let class = (class as usize).min(MAX_CLASSES - 1);
         let link = self.inner[class].as_ref()?.link()?;
         let total: f64 = self.bytes.iter().sum();
@@ -233,7 +235,7 @@ impl ClassedController {
 
 /// S1's schedule for a write of several classes (see [`s1_plan`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct S1Plan {
+pub(crate) struct S1Plan {
     /// Per class, the index of the option chosen.
     pub picks: Vec<usize>,
     /// `N T / U` of the schedule: the CPU time the workers have while the link sends the
@@ -258,7 +260,7 @@ pub struct S1Plan {
 /// price is the lowest at which `sum w_c cpu_c / N <= sum w_c stored_c / L` (bisected on a
 /// log scale); if even the cheapest options are CPU-bound, they are the schedule, with
 /// headroom below 1.
-pub fn s1_plan(classes: &[(f64, Vec<(f64, f64)>)], n: f64, link: f64) -> S1Plan {
+pub(crate) fn s1_plan(classes: &[(f64, Vec<(f64, f64)>)], n: f64, link: f64) -> S1Plan {
     let pick = |lambda: f64| -> Vec<usize> {
         classes
             .iter()
@@ -386,6 +388,26 @@ impl Control for ClassedController {
         let Some(&(class, d)) = self.in_flight.get(&m.decision.seq) else { return };
         let m = ShadowMeasurement { decision: d, ..*m };
         self.get(class).record_shadow(&m);
+    }
+
+    fn set_path_cost(&mut self, cpu: f64, serial: f64) {
+        ClassedController::set_path_cost(self, cpu, serial)
+    }
+
+    fn set_start(&mut self, rung: CodecSpec) {
+        ClassedController::set_start(self, rung)
+    }
+
+    fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
+        ClassedController::set_start_of(self, class, rung)
+    }
+
+    fn start_incompressible(&mut self, class: u8) {
+        ClassedController::start_incompressible(self, class)
+    }
+
+    fn status_of(&self, class: u8) -> Status {
+        ClassedController::status_of(self, class)
     }
 }
 

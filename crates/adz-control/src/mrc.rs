@@ -107,7 +107,7 @@ pub struct MrcChoice {
 
 /// MRC's optimal number of references, `sqrt(n · bw_over_br · wi_over_wo)`. Arguments that are
 /// negative or not finite count as 0.
-pub fn references(n: f64, bw_over_br: f64, wi_over_wo: f64) -> f64 {
+pub(crate) fn references(n: f64, bw_over_br: f64, wi_over_wo: f64) -> f64 {
     let clean = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
     (clean(n) * clean(bw_over_br) * clean(wi_over_wo)).sqrt()
 }

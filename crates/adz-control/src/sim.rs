@@ -38,6 +38,7 @@ use crate::controller::{
 };
 use crate::hint::Hint;
 use crate::ladder::{reference, Ladder};
+pub use crate::timeline::{Schedule, Slot};
 
 /// Frame header bytes the writer sends with every block (docs/FORMAT.md).
 const FRAME_HEADER: u64 = adz_format::FRAME_HEADER_LEN as u64;
@@ -236,88 +237,6 @@ impl Segment {
     }
 }
 
-/// The pipeline's timing, block by block: the earliest free of N workers takes the next
-/// block once a buffer is free (at most `buffers` blocks between a worker taking a block and
-/// its frame written), and the link writes the frames in order, each after the one before.
-/// [`SimConfig::run`] times its blocks with it, and adz-core's predictor its write along the
-/// kinds of data; so both take the same pipeline.
-#[derive(Debug, Clone)]
-pub struct Schedule {
-    /// When each worker is free.
-    workers: Vec<f64>,
-    buffers: usize,
-    /// Write ends of the last `buffers` blocks, oldest first.
-    ends: std::collections::VecDeque<f64>,
-    last_end: f64,
-    /// The worker that [`Schedule::start`] gave the next block.
-    taken: usize,
-    started: f64,
-}
-
-/// When one block ran, from [`Schedule::finish`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Slot {
-    /// Its worker took it.
-    pub start: f64,
-    /// Its worker finished it.
-    pub finish: f64,
-    /// The link was free before it: the previous frame's write end (0 for the first).
-    pub prev_end: f64,
-    /// Its frame was written, from `max(finish, prev_end)`.
-    pub write_end: f64,
-}
-
-impl Schedule {
-    /// `threads` workers (at least 1) and `buffers` blocks in flight (at least 1).
-    pub fn new(threads: usize, buffers: usize) -> Schedule {
-        let buffers = buffers.max(1);
-        Schedule {
-            workers: vec![0.0; threads.max(1)],
-            buffers,
-            ends: std::collections::VecDeque::with_capacity(buffers),
-            last_end: 0.0,
-            taken: 0,
-            started: 0.0,
-        }
-    }
-
-    /// When the next block starts, not before `ready`: its earliest free worker, once the
-    /// block `buffers` before it has been written.
-    pub fn start(&mut self, ready: f64) -> f64 {
-        let (w, free) = self
-            .workers
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("at least one worker");
-        let room = if self.ends.len() >= self.buffers { self.ends[0] } else { 0.0 };
-        self.taken = w;
-        self.started = free.max(room).max(ready);
-        self.started
-    }
-
-    /// The block [`Schedule::start`] started takes `work` seconds on its worker and `send`
-    /// seconds on the link.
-    pub fn finish(&mut self, work: f64, send: f64) -> Slot {
-        let finish = self.started + work;
-        self.workers[self.taken] = finish;
-        let prev_end = self.last_end;
-        let write_end = finish.max(prev_end) + send;
-        self.last_end = write_end;
-        if self.ends.len() >= self.buffers {
-            self.ends.pop_front();
-        }
-        self.ends.push_back(write_end);
-        Slot { start: self.started, finish, prev_end, write_end }
-    }
-
-    /// When the last frame so far was written.
-    pub fn end(&self) -> f64 {
-        self.last_end
-    }
-}
-
 /// The simulated machine and link.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
@@ -414,26 +333,8 @@ impl SimConfig {
                     let p = seg.data.perf(decision.codec);
                     (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0))
                 };
-                let shadow = decision.shadow.filter(|_| {
-                    self.shadows
-                        && decision.codec != CodecSpec::NONE
-                        && !seg.hints.contains(&Hint::NoCompress)
-                });
-                let shadow = shadow.map(|s| {
-                    let slice = (SHADOW_BYTES as u64).min(raw);
-                    let p = seg.data.perf(s);
-                    let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
-                    let base_secs = slice as f64 / speed;
-                    let secs = slice as f64 / sp;
-                    ShadowMeasurement {
-                        decision,
-                        raw_len: slice,
-                        base_stored: (slice as f64 / ratio).ceil() as u64,
-                        base_cpu: Duration::from_secs_f64(base_secs),
-                        stored: (slice as f64 / sr).ceil() as u64,
-                        cpu: Duration::from_secs_f64(secs),
-                    }
-                });
+                let shadow =
+                    self.shadow_for(seg, decision, raw, (speed, ratio), (jit_speed, jit_ratio));
                 let shadow_secs =
                     shadow.map_or(0.0, |s| s.base_cpu.as_secs_f64() + s.cpu.as_secs_f64());
                 let compressed = (raw as f64 / ratio).ceil() as u64;
@@ -464,17 +365,7 @@ impl SimConfig {
                     cpu: if self.cpu_times { Duration::from_secs_f64(cpu) } else { Duration::ZERO },
                 };
                 pending.push((finish, 0, seq, Event::Block(m, shadow)));
-                let s = SinkMeasurement {
-                    bytes: stored + FRAME_HEADER,
-                    busy: Duration::from_secs_f64(busy),
-                    // The simulated link has no buffer, so every write is pure link time; the
-                    // flag says, as the real sequencer does, whether the frame was waiting.
-                    backlogged,
-                    raw,
-                    waited: Duration::from_secs_f64(waited),
-                    // No pipeline CPU time: the simulated raw path is the workers' alone.
-                    cpu: Duration::ZERO,
-                };
+                let s = sink_measurement(stored + FRAME_HEADER, busy, backlogged, raw, waited);
                 pending.push((write_end, 1, seq, Event::Sink(s)));
                 blocks.push(SimBlock {
                     seq,
@@ -493,6 +384,39 @@ impl SimConfig {
         }
         deliver(ctl, &mut pending, f64::INFINITY);
         SimReport { link: self.link, threads: self.threads, blocks }
+    }
+
+    /// The shadow measurement of a block decided `decision` if the run makes shadows: its
+    /// slice at the block's codec (`(speed, ratio)`) and at the shadow rung, with the block's
+    /// jitter.
+    fn shadow_for(
+        &self,
+        seg: &Segment,
+        decision: Decision,
+        raw: u64,
+        (speed, ratio): (f64, f64),
+        (jit_speed, jit_ratio): (f64, f64),
+    ) -> Option<ShadowMeasurement> {
+        let shadow = decision.shadow.filter(|_| {
+            self.shadows
+                && decision.codec != CodecSpec::NONE
+                && !seg.hints.contains(&Hint::NoCompress)
+        });
+        shadow.map(|s| {
+            let slice = (SHADOW_BYTES as u64).min(raw);
+            let p = seg.data.perf(s);
+            let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
+            let base_secs = slice as f64 / speed;
+            let secs = slice as f64 / sp;
+            ShadowMeasurement {
+                decision,
+                raw_len: slice,
+                base_stored: (slice as f64 / ratio).ceil() as u64,
+                base_cpu: Duration::from_secs_f64(base_secs),
+                stored: (slice as f64 / sr).ceil() as u64,
+                cpu: Duration::from_secs_f64(secs),
+            }
+        })
     }
 
     /// Uniform in [0, 1), deterministic in the seed, the block and the salt.
@@ -547,6 +471,27 @@ fn deliver(ctl: &mut impl Control, pending: &mut Vec<(f64, u8, u64, Event)>, now
             }
             Event::Sink(s) => ctl.record_sink(&s),
         }
+    }
+}
+
+/// What the sink reports of a frame of `bytes` (`raw` raw bytes) that took `busy` seconds on
+/// the link after a wait of `waited`. The simulated link has no buffer, so every write is pure
+/// link time; `backlogged` says, as the real sequencer does, whether the frame was waiting.
+/// No pipeline CPU time: the simulated raw path is the workers' alone.
+fn sink_measurement(
+    bytes: u64,
+    busy: f64,
+    backlogged: bool,
+    raw: u64,
+    waited: f64,
+) -> SinkMeasurement {
+    SinkMeasurement {
+        bytes,
+        busy: Duration::from_secs_f64(busy),
+        backlogged,
+        raw,
+        waited: Duration::from_secs_f64(waited),
+        cpu: Duration::ZERO,
     }
 }
 

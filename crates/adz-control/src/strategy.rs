@@ -198,6 +198,16 @@ mod tests {
     }
 
     #[test]
+    fn targets() {
+        assert_eq!(Strategy::Throughput.target_speed(100.0, 3.0), 300.0);
+        assert_eq!(Strategy::KeepPace.target_speed(100.0, 3.0), 100.0);
+        assert_eq!(Strategy::Prolong(1.25).target_speed(100.0, 3.0), 80.0);
+        assert_eq!(Strategy::Archive.target_speed(100.0, 3.0), 0.0);
+        assert_eq!(Strategy::Prolong(2.0).target_time(3.0), Some(6.0));
+        assert_eq!(Strategy::Throughput.target_time(3.0), None);
+    }
+
+    #[test]
     fn display_round_trips() {
         for s in [
             Strategy::Throughput,

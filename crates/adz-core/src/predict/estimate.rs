@@ -36,7 +36,7 @@
 //! Compression *pays* when some rung's speedup exceeds 1 (for S1) and the rung saves at least
 //! the keep threshold's 3 % (a block that saves less is stored raw anyway).
 
-use adz_control::sim::Schedule;
+use adz_control::Schedule;
 use adz_control::{Strategy, MAX_CLASSES};
 
 /// What one rung achieves on the data, per thread.

@@ -451,7 +451,6 @@ impl Model {
     }
 
     fn learn(&mut self, s: &Sample, now: u64) {
-        let rates = self.rates;
         let rung = s.rung.filter(|&r| r > 0 && r < self.speed_res.len());
         let reference = reference(s.spec);
         let g =
@@ -463,94 +462,99 @@ impl Model {
             }
         }
         if let Some(speed) = s.speed.filter(|v| v.is_finite() && *v > 0.0) {
-            let x = (speed.ln() - reference.speed.ln()).clamp(-LN_CLAMP, LN_CLAMP);
-            let res = rung.map_or(0.0, |r| {
-                correction(&self.speed_res, &self.speed_group, r, now, rates.halflife)
-            });
-            // The error of this rung's prediction.
-            let e = x - res - self.ln_h;
-            let first = !self.h_seen || s.reset;
-            let quiet = rates.residual.min(rates.slow);
-            let alpha = if first {
-                1.0
-            } else if e < 0.0 {
-                // Slow news is acted on at once when it stands out of the measurement noise
-                // (two noise units or more); a slowdown within one unit is likely noise and is
-                // averaged like a correction.
-                let z = if self.noise > 0.0 { -e / self.noise } else { f64::INFINITY };
-                quiet + (rates.slow - quiet) * (z - 1.0).clamp(0.0, 1.0)
-            } else {
-                rates.fast
-            };
-            let ar = alpha_w(rates.residual, s.weight);
-            if !first && rung.is_some() && rung == self.last_rung {
-                // Errors within a run of one rung are the measurement noise.
-                self.noise += NOISE_RATE * (e.abs() - self.noise);
-            }
-            match rung {
-                Some(r) if !first && self.speed_res[r].seen => {
-                    // A rung measured before: its prediction moves by the level's rate plus
-                    // the correction's on the rest, and
-                    // the level takes a fixed share of that move (the rest is the rung's own
-                    // correction). A share that does not depend on the sign of the error
-                    // keeps level and correction from drifting apart: with the level's
-                    // asymmetric rates and a symmetric correction, noisy measurements of one
-                    // rung pushed the level down and the correction up without bound, and
-                    // every other rung's prediction (relative to the level) collapsed with
-                    // it. The share depends on the run instead: the first measurement after
-                    // other rungs' says mostly how this rung differs from them; the next
-                    // ones, how the data changes.
-                    let gain = |alpha: f64| {
-                        let a = alpha_w(alpha, s.weight);
-                        a + ar * (1.0 - a)
-                    };
-                    let step = gain(alpha) * e;
-                    let share = if self.last_rung == Some(r) { LEVEL_SHARE } else { SWITCH_SHARE };
-                    self.ln_h += share * step;
-                    let v = res + (1.0 - share) * step;
-                    self.speed_res[r] = Residual { val: v, seen: true, at: now };
-                }
-                Some(r) => {
-                    // A rung never measured (or the level reset, after an incompressible
-                    // stretch): the level moves, at most at the correction's rate on slow
-                    // news unless it is reset, and the rest of the error is the rung's own.
-                    let a = alpha_w(alpha, s.weight);
-                    let al = if first || e >= 0.0 { a } else { a.min(ar) };
-                    self.ln_h += al * e;
-                    let target = res + (1.0 - al) * e;
-                    update(
-                        &mut self.speed_res,
-                        &self.speed_group,
-                        r,
-                        target,
-                        ar,
-                        now,
-                        rates.halflife,
-                    );
-                }
-                None => self.ln_h += alpha_w(alpha, s.weight) * e,
-            }
-            self.last_rung = rung;
-            self.h_seen = true;
+            self.learn_speed(s, speed, rung, reference.speed, now);
         }
         if reference.ratio > 1.0 {
-            let y = (llr(s.ratio) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
-            let res = rung.map_or(0.0, |r| {
-                correction(&self.ratio_res, &self.ratio_group, r, now, rates.halflife)
-            });
-            let alpha = if !self.g_seen[g] || s.reset { 1.0 } else { rates.ratio };
-            let level = self.ratio_level(g);
-            self.ln_g[g] = level + alpha_w(alpha, s.weight) * (y - res - level);
-            self.g_seen[g] = true;
-            if s.reset {
-                // After an incompressible stretch the other group starts over as well.
-                self.g_seen[1 - g] = false;
+            self.learn_ratio(s, rung, g, reference.ratio, now);
+        }
+    }
+
+    /// The speed level and the rung's speed correction learn from a measured `speed`
+    /// (`reference` the rung's reference speed).
+    fn learn_speed(
+        &mut self,
+        s: &Sample,
+        speed: f64,
+        rung: Option<usize>,
+        reference: f64,
+        now: u64,
+    ) {
+        let rates = self.rates;
+        let x = (speed.ln() - reference.ln()).clamp(-LN_CLAMP, LN_CLAMP);
+        let res = rung.map_or(0.0, |r| {
+            correction(&self.speed_res, &self.speed_group, r, now, rates.halflife)
+        });
+        // The error of this rung's prediction.
+        let e = x - res - self.ln_h;
+        let first = !self.h_seen || s.reset;
+        let quiet = rates.residual.min(rates.slow);
+        let alpha = if first {
+            1.0
+        } else if e < 0.0 {
+            // Slow news is acted on at once when it stands out of the measurement noise
+            // (two noise units or more); a slowdown within one unit is likely noise and is
+            // averaged like a correction.
+            let z = if self.noise > 0.0 { -e / self.noise } else { f64::INFINITY };
+            quiet + (rates.slow - quiet) * (z - 1.0).clamp(0.0, 1.0)
+        } else {
+            rates.fast
+        };
+        let ar = alpha_w(rates.residual, s.weight);
+        if !first && rung.is_some() && rung == self.last_rung {
+            // Errors within a run of one rung are the measurement noise.
+            self.noise += NOISE_RATE * (e.abs() - self.noise);
+        }
+        match rung {
+            Some(r) if !first && self.speed_res[r].seen => {
+                // A rung measured before: its prediction moves by the level's rate plus the
+                // correction's on the rest, and the level takes a fixed share of that move,
+                // whatever the error's sign, so that the two cannot drift apart (decision 0003).
+                let gain = |alpha: f64| {
+                    let a = alpha_w(alpha, s.weight);
+                    a + ar * (1.0 - a)
+                };
+                let step = gain(alpha) * e;
+                let share = if self.last_rung == Some(r) { LEVEL_SHARE } else { SWITCH_SHARE };
+                self.ln_h += share * step;
+                let v = res + (1.0 - share) * step;
+                self.speed_res[r] = Residual { val: v, seen: true, at: now };
             }
-            if let Some(r) = rung {
-                let a = alpha_w(rates.residual, s.weight);
-                let e = y - self.ln_g[g];
-                update(&mut self.ratio_res, &self.ratio_group, r, e, a, now, rates.halflife);
+            Some(r) => {
+                // A rung never measured (or the level reset, after an incompressible
+                // stretch): the level moves, at most at the correction's rate on slow
+                // news unless it is reset, and the rest of the error is the rung's own.
+                let a = alpha_w(alpha, s.weight);
+                let al = if first || e >= 0.0 { a } else { a.min(ar) };
+                self.ln_h += al * e;
+                let target = res + (1.0 - al) * e;
+                update(&mut self.speed_res, &self.speed_group, r, target, ar, now, rates.halflife);
             }
+            None => self.ln_h += alpha_w(alpha, s.weight) * e,
+        }
+        self.last_rung = rung;
+        self.h_seen = true;
+    }
+
+    /// Ratio group `g`'s level and the rung's ratio correction learn from the sample's ratio
+    /// (`reference` the rung's reference ratio, above 1).
+    fn learn_ratio(&mut self, s: &Sample, rung: Option<usize>, g: usize, reference: f64, now: u64) {
+        let rates = self.rates;
+        let y = (llr(s.ratio) - llr(reference)).clamp(-LN_CLAMP, LN_CLAMP);
+        let res = rung.map_or(0.0, |r| {
+            correction(&self.ratio_res, &self.ratio_group, r, now, rates.halflife)
+        });
+        let alpha = if !self.g_seen[g] || s.reset { 1.0 } else { rates.ratio };
+        let level = self.ratio_level(g);
+        self.ln_g[g] = level + alpha_w(alpha, s.weight) * (y - res - level);
+        self.g_seen[g] = true;
+        if s.reset {
+            // After an incompressible stretch the other group starts over as well.
+            self.g_seen[1 - g] = false;
+        }
+        if let Some(r) = rung {
+            let a = alpha_w(rates.residual, s.weight);
+            let e = y - self.ln_g[g];
+            update(&mut self.ratio_res, &self.ratio_group, r, e, a, now, rates.halflife);
         }
     }
 }
@@ -607,152 +611,4 @@ impl LinkEstimator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rates() -> Rates {
-        Rates { slow: 0.7, fast: 0.15, residual: 0.3, ratio: 0.3, halflife: 256.0 }
-    }
-
-    #[test]
-    fn every_rungs_correction_at_once_is_each_rungs_own() {
-        // Seen and unseen rungs, fresh and aged: the two passes must give what the search
-        // per rung gives.
-        let mut res = vec![Residual::default(); 12];
-        for (i, val, at) in [(2, 0.3, 5), (3, -0.2, 90), (7, 0.8, 40), (11, -1.0, 99)] {
-            res[i] = Residual { val, seen: true, at };
-        }
-        // One group, and two groups interleaved (neighbours only within a group).
-        for group in [vec![0u8; 12], (0..12).map(|i| u8::from(i % 3 == 0)).collect()] {
-            let all = corrections(&res, &group, 100, 16.0);
-            for (i, c) in all.iter().enumerate().skip(1) {
-                assert!((c - correction(&res, &group, i, 100, 16.0)).abs() < 1e-12, "rung {i}");
-            }
-        }
-        let split: Vec<u8> = (0..12).map(|i| u8::from(i >= 6)).collect();
-        // Rung 5 has no measured neighbour in its group above it: rung 7 does not count.
-        assert!((correction(&res, &split, 5, 100, 16.0) - (-0.2)).abs() < 1e-12);
-        let zeros = [Residual::default(); 5];
-        assert!(corrections(&zeros, &[0; 5], 3, 16.0).iter().all(|&c| c == 0.0));
-    }
-
-    #[test]
-    fn predictions_made_before_an_observation_at_the_same_clock_are_not_kept() {
-        // The controller asks, observes and asks again at one clock (raw blocks do not move
-        // it): the second answer must be the observed model's, not the first one kept.
-        let ladder = Ladder::standard();
-        let mut m = Model::new(&ladder, 0.5, rates());
-        let z1 = ladder.position("zstd:1".parse().unwrap()).unwrap();
-        let spec = ladder.rungs()[z1];
-        let sample = |speed: f64, ratio: f64| Sample {
-            spec,
-            rung: Some(z1),
-            speed: Some(speed),
-            ratio,
-            weight: 1.0,
-            reset: false,
-        };
-        m.observe(&sample(300e6, 3.5), 7);
-        m.observe(&sample(300e6, 3.5), 7);
-        let (speed, ratio) = (m.speed(z1, 7), m.ratio(z1, 7));
-        m.observe(&sample(30e6, 1.2), 7);
-        let mut fresh = m.clone();
-        fresh.memo.get_mut().clear();
-        assert_eq!((m.speed(z1, 7), m.ratio(z1, 7)), (fresh.speed(z1, 7), fresh.ratio(z1, 7)));
-        assert!(m.speed(z1, 7) < speed && m.ratio(z1, 7) < ratio);
-    }
-
-    #[test]
-    fn first_sample_sets_level_and_residual() {
-        let ladder = Ladder::standard();
-        let mut m = Model::new(&ladder, 0.5, rates());
-        let z1 = ladder.position("zstd:1".parse().unwrap()).unwrap();
-        let spec = ladder.rungs()[z1];
-        m.observe(
-            &Sample {
-                spec,
-                rung: Some(z1),
-                speed: Some(300e6),
-                ratio: 3.5,
-                weight: 1.0,
-                reset: false,
-            },
-            0,
-        );
-        assert!((m.speed(z1, 0) / 300e6 - 1.0).abs() < 1e-9);
-        assert!((m.ratio(z1, 0) / 3.5 - 1.0).abs() < 1e-9);
-        // Other rungs follow the reference shape scaled by the same level.
-        let l1 = ladder.position("lz4:1".parse().unwrap()).unwrap();
-        let want = 300e6 * reference(ladder.rungs()[l1]).speed / reference(spec).speed;
-        assert!((m.speed(l1, 0) / want - 1.0).abs() < 1e-9);
-        assert!(m.ratio(l1, 0) > 1.0 && m.ratio(l1, 0) < 3.5);
-    }
-
-    #[test]
-    fn link_estimate_is_bytes_over_busy_time() {
-        let mut l = LinkEstimator::new(64e6);
-        assert_eq!(l.get(), None);
-        l.add(0, 1.0, false);
-        l.add(10, 0.0, false);
-        assert_eq!(l.get(), None);
-        for _ in 0..100 {
-            l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
-        }
-        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn writes_into_a_buffer_after_idle_do_not_inflate_the_link() {
-        let mut l = LinkEstimator::new(32e6);
-        // Before any backlog: writes absorbed by a buffer look very fast; they are all there is.
-        l.add(1 << 20, 1e-4, false);
-        assert!(l.get().unwrap() > 1e9);
-        // The first backlogged write replaces them.
-        l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
-        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
-        // Later writes after idle gaps are ignored.
-        for _ in 0..50 {
-            l.add(1 << 20, 1e-5, false);
-            l.add(1 << 20, (1 << 20) as f64 / 117e6, true);
-        }
-        assert!((l.get().unwrap() / 117e6 - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn noisy_measurements_of_one_rung_do_not_drag_the_others() {
-        // lz4:1 measured (700 MB/s), then 400 blocks of zstd:1 with wall times 1-2.5x the
-        // mean-normalised CPU time. The level and zstd:1's correction used to drift apart
-        // without bound (the level e^-13 after 400 blocks), and lz4:1's prediction, relative
-        // to the level, with them.
-        let ladder = Ladder::standard();
-        let rates = Rates { slow: 0.7, fast: 0.15, residual: 0.3, ratio: 0.3, halflife: 4096.0 };
-        let mut m = Model::new(&ladder, 0.5, rates);
-        let l1 = ladder.position("lz4:1".parse().unwrap()).unwrap();
-        let z1 = ladder.position("zstd:1".parse().unwrap()).unwrap();
-        let sample = |rung: usize, speed: f64| Sample {
-            spec: ladder.rungs()[rung],
-            rung: Some(rung),
-            speed: Some(speed),
-            ratio: 3.0,
-            weight: 1.0,
-            reset: false,
-        };
-        for k in 0..5 {
-            m.observe(&sample(l1, 700e6), k);
-        }
-        let mut x: u64 = 12345;
-        for k in 5..405u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let u = 1.0 + 1.5 * ((x >> 11) as f64 / (1u64 << 53) as f64);
-            m.observe(&sample(z1, 200e6 * 1.75 / u), k);
-            let (l, z) = (m.speed(l1, k) / 700e6, m.speed(z1, k) / 200e6);
-            // lz4:1 shares the level: zstd:1's noise moves it (and zstd:1's noisy first
-            // sample biases it low), but within bounds.
-            assert!((0.4..2.0).contains(&l), "block {k}: lz4:1 predicted {l} x its speed");
-            // The first blocks of a run may be up to 1.75x the mean; after them, the estimate
-            // stays near the mean.
-            assert!(k < 25 || (0.6..1.5).contains(&z), "block {k}: zstd:1 predicted {z} x");
-        }
-        assert!(m.noise() > 0.1 && m.noise() < 0.4, "noise {}", m.noise());
-    }
-}
+mod tests;
