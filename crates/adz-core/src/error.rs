@@ -111,7 +111,7 @@ impl PipelineError {
     }
 }
 
-/// `Result` with this crate's [`Error`].
+/// `Result` with this crate's [`Error`](enum@Error).
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

@@ -111,7 +111,7 @@ pub fn create_writer(path: &str, opts: WriteOptions) -> Result<Writer> {
 /// range overlaps, every checksum checked). Costs one storage request for the trailer.
 ///
 /// A file whose trailer is missing or damaged (its writer died) is refused with
-/// [`Error::Format`]; `adz recover` (or [`crate::recover`]) salvages its complete frames.
+/// [`Error::Format`]; `adz recover` (or [`crate::recover()`]) salvages its complete frames.
 pub fn open_reader(path: &str, opts: ReaderOptions) -> Result<Reader> {
     let (store, name) = storage_for(path)?;
     Reader::open(store, &name, opts)

@@ -8,7 +8,7 @@
 //! bytes ([`heuristic`], after btrfs' `btrfs_compress_heuristic`) skips the work for data that
 //! is obviously random (nothing to measure: raw) and cuts it for data that is obviously
 //! redundant (only the fastest rungs). The whole prediction costs at most 2 % of the write's
-//! predicted time: the sample is cut so that the [`MIN_RUNGS`] cheapest candidates fit, and
+//! predicted time: the sample is cut so that the `MIN_RUNGS` cheapest candidates fit, and
 //! costlier candidates that would not fit are skipped.
 //!
 //! ```
@@ -40,14 +40,12 @@ use serde::{Serialize, Serializer};
 
 pub use self::estimate::{Layout, RungPerf, WriteModel, LINK_GRID};
 pub use self::heuristic::{classify_sample, Compressibility, Heuristic};
-pub use self::sample::{
-    Feed, PlannedSlice, Sample, SampleConfig, ENTROPY_SPREAD, FEED_MIN_BYTES, LOOK_SPEED,
-    PLACE_WINDOW, PROBE_FIRST, PROBE_LEN, PROBE_SPACING,
-};
+use self::sample::LOOK_SPEED;
+pub use self::sample::{Feed, PlannedSlice, Sample, SampleConfig, FEED_MIN_BYTES};
 use crate::{Error, FrameEncoder, Result};
 
 /// The link the time budget is reckoned against when the link is unknown: 10GbE.
-pub const BUDGET_LINK: f64 = 1200e6;
+pub(crate) const BUDGET_LINK: f64 = 1200e6;
 
 /// How many ladder steps past the costliest measured rung (the furthest down the ladder) an
 /// S2/S3 start may be extrapolated, along that rung's codec only (see [`Predictor::predict`]).
@@ -67,17 +65,17 @@ pub const PATH_COST: f64 = 0.22e-9;
 pub const SERIAL_COST: f64 = 0.2e-9;
 
 /// The cheapest candidates measured whatever the budget (on a smaller sample if need be).
-pub const MIN_RUNGS: usize = 3;
+pub(crate) const MIN_RUNGS: usize = 3;
 
 /// The shortest a slice is cut to for the time budget.
 const MIN_SLICE: usize = 4096;
 
 /// What taking one byte of a slice costs besides compressing it, for
 /// [`Predictor::plan_sample`]: reading it (into fresh pages: 3 MiB of slices in about 3 ms on
-/// the 2-vCPU machine of the benchmarks) and classifying it at [`LOOK_SPEED`].
+/// the 2-vCPU machine of the benchmarks) and classifying it at `LOOK_SPEED`.
 const TAKE_SECONDS_PER_BYTE: f64 = 2e-9;
 
-/// What one probe costs: a seek, a read of [`PROBE_LEN`] bytes and a classification (448
+/// What one probe costs: a seek, a read of `PROBE_LEN` bytes and a classification (448
 /// probes of a 256 MiB file took about 3 ms on the machine of the benchmarks).
 const PROBE_SECONDS: f64 = 6.5e-6;
 
@@ -85,7 +83,7 @@ const PROBE_SECONDS: f64 = 6.5e-6;
 const PROBE_SHARE: f64 = 1.0 / 3.0;
 
 /// Seconds per byte of sample to measure the rungs measured whatever the budget at the
-/// controller's prior speed: the [`MIN_RUNGS`] cheapest of `candidates` (fastest first) and
+/// controller's prior speed: the `MIN_RUNGS` cheapest of `candidates` (fastest first) and
 /// the first with an entropy stage, if it is not among them.
 fn cheapest_per_byte(candidates: &[CodecSpec]) -> f64 {
     let cheapest = &candidates[..candidates.len().min(MIN_RUNGS)];
@@ -106,12 +104,12 @@ pub struct PredictConfig {
     /// zstd:6, zstd:12, xz:6: one per region of the ladder.
     pub rungs: Vec<CodecSpec>,
     /// Rungs faster than the candidates, measured right after the first candidate (in this
-    /// order, and counted among the [`MIN_RUNGS`] measured whatever the budget) when that one
+    /// order, and counted among the `MIN_RUNGS` measured whatever the budget) when that one
     /// saves but cannot keep the link full: its aggregate speed is below the link times its
     /// ratio, so a faster rung may write faster. Default lz4:25. Text through 1200 MB/s on
     /// two cores: lz4:1 writes at 0.8x static lz4:25's speed, and S1 started at lz4:1 spent
     /// its first blocks slower than raw. Measured always, it would take the place of zstd:1
-    /// among the [`MIN_RUNGS`] at slow links.
+    /// among the `MIN_RUNGS` at slow links.
     pub fast_rungs: Vec<CodecSpec>,
     /// The prediction's cost is at most this share of the write's predicted time. Default
     /// 0.02.
@@ -305,7 +303,7 @@ impl Predictor {
     /// The sample to take for a write of `len` bytes under `strategy` through `link`: the
     /// configured one, with no more probes than a third of the time budget pays for, and its
     /// slices' bytes cut to what the rest can read, look at and compress (with the
-    /// [`MIN_RUNGS`] cheapest candidates at the controller's prior speed).
+    /// `MIN_RUNGS` cheapest candidates at the controller's prior speed).
     /// [`predict`](Predictor::predict) cuts a sample to its budget too, but only after it has
     /// been taken: on a fast link (256 MiB through 6000 MB/s, a 0.9 ms budget) taking the
     /// default sample (512 probes and 3 MiB of slices) cost 3.5-8 ms, a tenth of the write,
@@ -384,7 +382,7 @@ impl Predictor {
     /// (`perfs`) at a speed `level`: `time_budget` of the write's predicted time (for S2/S3
     /// at least their target time, or the time of the slowest rung the controller can reach,
     /// xz:9 at that level, with a ratio at least the best so far, if that is shorter), at most
-    /// `max_budget_seconds`. An unknown link is reckoned as [`BUDGET_LINK`].
+    /// `max_budget_seconds`. An unknown link is reckoned as `BUDGET_LINK`.
     fn budget_for(
         &self,
         strategy: Strategy,

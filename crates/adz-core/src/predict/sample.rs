@@ -5,10 +5,10 @@
 //! and compresses worse. Data of several kinds (a tar of mixed files, a container of arrays
 //! and text) would need many slices to be represented by slices at random places, and many
 //! slices in the same bytes are short ones. So the data is first **probed**:
-//! [`SampleConfig::probes`] windows of [`PROBE_LEN`] bytes, one per equal stretch, each given
+//! [`SampleConfig::probes`] windows of `PROBE_LEN` bytes, one per equal stretch, each given
 //! its entropy class (`adz_control::classify`, the class the writer gives every block; about
 //! 3 us a probe), an eighth of them first. If those see one class and their entropy hardly
-//! varies ([`ENTROPY_SPREAD`]), the slices are placed as for data of one kind, as before.
+//! varies (`ENTROPY_SPREAD`), the slices are placed as for data of one kind, as before.
 //! Otherwise all probes are looked at and the sample is **stratified by class** within the
 //! same bytes: each class gets bytes in proportion to its share of the probes (at least a
 //! minimum slice) and slices at evenly spaced probes of that class, each slice kept within its
@@ -29,25 +29,25 @@ use crate::{Error, Result};
 
 /// Bytes of one probe: what `adz_control::classify` looks at in a block (16 windows of 256
 /// bytes). Fewer bytes bias the entropy of random bytes down towards the random class's bound.
-pub const PROBE_LEN: usize = 4096;
+pub(crate) const PROBE_LEN: usize = 4096;
 
 /// Every this-many-th probe is looked at first; the others only if those see more than one
 /// kind of data.
-pub const PROBE_FIRST: usize = 8;
+pub(crate) const PROBE_FIRST: usize = 8;
 
 /// Probes whose entropy varies more than this (standard deviation, bits per byte) see data
 /// of several kinds even within one entropy class. On 64 probes: datagen's text, doubles,
 /// sparse and random 0.004-0.04; the first 256 MiB of a Linux source tar 0.48-0.54 (all but
 /// 2 % text, and files of C, documentation and data compress from 2x to 8x).
-pub const ENTROPY_SPREAD: f64 = 0.2;
+pub(crate) const ENTROPY_SPREAD: f64 = 0.2;
 
 /// At most one probe per this many bytes of the source: kinds of data that alternate faster
 /// are mixed within every slice anyway (a slice is at least 16 KiB).
-pub const PROBE_SPACING: u64 = 64 << 10;
+pub(crate) const PROBE_SPACING: u64 = 64 << 10;
 
 /// The windows in which the bytes around a probe are classified to keep a slice within its
 /// class (each classified as a block is: 16 windows of 256 bytes).
-pub const PLACE_WINDOW: usize = 64 << 10;
+pub(crate) const PLACE_WINDOW: usize = 64 << 10;
 
 /// How to take a [`Sample`]. Defaults: 3 slices of 5 % of the data each (Papio's 3 x 5 %),
 /// each at most one block (1 MiB) and at least 16 KiB, all together at most 2 % of the data
@@ -74,10 +74,10 @@ pub struct SampleConfig {
     pub probe_budget: f64,
     /// Seed of the slices' and probes' offsets: the same seed and data give the same sample.
     pub seed: u64,
-    /// The most probes of [`PROBE_LEN`] bytes spread over the data to find its kinds of
+    /// The most probes of `PROBE_LEN` bytes spread over the data to find its kinds of
     /// data (entropy classes) and their shares before the slices are placed. Fewer on short
     /// data: the probes read at most the slices' bytes (see `probe_budget`), and at most one per
-    /// [`PROBE_SPACING`]. Below 2: no probes, the slices are placed as for data of one kind.
+    /// `PROBE_SPACING`. Below 2: no probes, the slices are placed as for data of one kind.
     /// Default 512: on datagen's `mixed` (4 MiB segments of four classes) shifted off the
     /// stretches' grid, the ratio was predicted within 7 % over ten seeds with 256 probes,
     /// within 3 % with 512.
@@ -169,9 +169,9 @@ impl SampleConfig {
     }
 
     /// Where to probe `source_len` bytes that stand for a write of `data_len`: the offsets
-    /// of [`PROBE_LEN`]-byte windows, one per equal stretch at a reproducible random place in
+    /// of `PROBE_LEN`-byte windows, one per equal stretch at a reproducible random place in
     /// it. At most [`SampleConfig::probes`], at most the uniform plan's bytes, at most one per
-    /// [`PROBE_SPACING`] of the source; empty if fewer than two.
+    /// `PROBE_SPACING` of the source; empty if fewer than two.
     pub fn probe_plan(&self, source_len: u64, data_len: u64) -> Vec<u64> {
         let uniform = SampleConfig { budget: self.probe_budget, ..self.clone() };
         let total: u64 = uniform.plan(source_len, data_len).iter().map(|p| p.1 as u64).sum();
@@ -275,7 +275,7 @@ impl SampleConfig {
     /// A stratified sample's slices in all, and the shortest they are planned (or cut) to
     /// before there are fewer of them, given the spread of the probes' entropy within each
     /// kind (`within`, bits per byte). Kinds each alike within themselves (under
-    /// [`ENTROPY_SPREAD`]): `slices` (at least one per kind), at least `context_slice` long,
+    /// `ENTROPY_SPREAD`): `slices` (at least one per kind), at least `context_slice` long,
     /// since a short slice's lack of history is then the larger error. Kinds that vary
     /// within themselves: `mixed_slices`, at least `min_slice` long, since which stretches
     /// the slices hit is then the larger error.
@@ -305,7 +305,7 @@ impl SampleConfig {
     /// `SampleConfig::region` named), as `(offset, len)` in the source and the bytes
     /// classified to find it: the planned slice
     /// if it has no class; else the run of its class around its probe, grown from the probe
-    /// a [`PLACE_WINDOW`] at a time while the window is of the class, half the slice on
+    /// a `PLACE_WINDOW` at a time while the window is of the class, half the slice on
     /// either side, then the rest on the side with room (the whole run if it is shorter
     /// than the slice). Data whose kinds change every few MiB would otherwise give a slice
     /// that runs over the end of its class's stretch the wrong weight for the bytes beyond
@@ -372,7 +372,7 @@ pub struct Sample {
     pub span: u64,
     /// Bytes classified to take the sample (the probes, and windows around the slices of a
     /// stratified sample): the predictor plans their cost against its time budget at
-    /// [`LOOK_SPEED`], so that the sample it compresses does not depend on timing.
+    /// `LOOK_SPEED`, so that the sample it compresses does not depend on timing.
     pub look_bytes: u64,
     /// Seconds spent classifying them (wall time; not part of equality): counted as spent
     /// when the predictor decides whether a costlier rung still fits its budget.
@@ -429,7 +429,7 @@ impl Feed {
 /// the sample for its time budget: 1 GB/s. Measured: 512 probes of 4 KiB of a 512 MiB input
 /// in 1.4-1.7 ms (1.2-1.5 GB/s) on the 2-vCPU machine of the benchmarks, with a build
 /// running beside it.
-pub const LOOK_SPEED: f64 = 1e9;
+pub(crate) const LOOK_SPEED: f64 = 1e9;
 
 impl PartialEq for Sample {
     fn eq(&self, other: &Sample) -> bool {
