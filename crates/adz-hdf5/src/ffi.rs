@@ -115,9 +115,12 @@ fn guarded<T>(failed: T, f: impl FnOnce() -> T) -> T {
 unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr {
     guarded(-1, || {
         let id = FILTER_ID as c_int;
-        let Some((flags, cd)) = h5::get_filter(dcpl, id, CD_WORDS + 1) else {
-            set_error("set_local: cannot read the filter's cd_values (no HDF5 functions?)");
-            return -1;
+        let (flags, cd) = match h5::get_filter(dcpl, id, CD_WORDS + 1) {
+            Ok(v) => v,
+            Err(e) => {
+                set_error(format!("set_local: cannot read the filter's cd_values: {e}"));
+                return -1;
+            }
         };
         let mut p = match Params::from_cd(&cd) {
             Ok(p) => p,
@@ -228,4 +231,54 @@ fn decode(cd: &[c_uint], input: &[u8]) -> crate::Result<(*mut c_void, usize)> {
     let (frames, raw) = crate::chunk_frames(input)?;
     crate::check_len(raw, expect.unwrap_or(0))?;
     with_buffer(raw, |dst| crate::decode_frames(input, &frames, dst))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class's filter function on a malloc'd buffer, as HDF5 calls it (without HDF5 in
+    /// the test process the buffers are malloc/free ones).
+    fn call(flags: c_uint, cd: &[c_uint], data: &[u8]) -> Option<Vec<u8>> {
+        // SAFETY: H5PLget_plugin_info returns the address of CLASS.
+        let class = unsafe { &*H5PLget_plugin_info().cast::<H5ZClass2>() };
+        let f = class.filter.expect("a filter function");
+        let p = h5::allocate(data.len());
+        // SAFETY: `p` has room for `data.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.cast::<u8>(), data.len()) };
+        let (mut buf, mut size) = (p, data.len());
+        // SAFETY: the arguments are what HDF5 passes: cd_values, a malloc'd buffer, its size.
+        let n = unsafe { f(flags, cd.len(), cd.as_ptr(), data.len(), &mut size, &mut buf) };
+        // SAFETY: `buf` holds `n` bytes on success; on failure it is the untouched input.
+        let out =
+            (n > 0).then(|| unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) }.to_vec());
+        if n == 0 {
+            assert_eq!(buf, p, "a failed call leaves HDF5's buffer in place");
+        }
+        // SAFETY: `buf` is the filter's output (or the input), owned here now.
+        unsafe { h5::free(buf) };
+        out
+    }
+
+    #[test]
+    fn the_class_encodes_decodes_and_fails_on_damage() {
+        let raw: Vec<u8> = (0..50_000u32).flat_map(|i| (i / 10).to_le_bytes()).collect();
+        // version 1, static zstd:3, shuffle; element size 4, integer, chunk size.
+        let cd = [1, 0, 3, 3, 0, 0, 2, 4, 1, raw.len() as c_uint];
+        let enc = call(0, &cd, &raw).expect("encodes");
+        assert!(enc.len() < raw.len() / 4);
+        assert_eq!(crate::describe_chunk(&enc).unwrap(), ["zstd:3 shuffle:4"]);
+        assert_eq!(call(FLAG_REVERSE, &cd, &enc).expect("decodes"), raw);
+        let mut bad = enc.clone();
+        bad[enc.len() / 2] ^= 1;
+        assert_eq!(call(FLAG_REVERSE, &cd, &bad), None, "damaged payload");
+        assert!(last_error().contains("checksum"), "{}", last_error());
+        // The recorded chunk size must match what the frames hold.
+        let mut wrong = cd;
+        wrong[9] += 1;
+        assert_eq!(call(FLAG_REVERSE, &wrong, &enc), None, "chunk size mismatch");
+        // An unknown layout version cannot be written.
+        assert_eq!(call(0, &[2, 0, 3, 3], &raw), None);
+        assert_eq!(H5PLget_plugin_type(), PLUGIN_TYPE_FILTER);
+    }
 }

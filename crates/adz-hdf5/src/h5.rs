@@ -45,6 +45,8 @@ pub struct Api {
     pget_chunk: Option<PGetChunk>,
     allocate: Option<AllocateMemory>,
     free: Option<FreeMemory>,
+    /// Why the lookup found no HDF5 (kept for the error message).
+    error: Option<&'static str>,
 }
 
 static API: RwLock<Option<Api>> = RwLock::new(None);
@@ -82,6 +84,7 @@ fn resolve(handle: *mut c_void) -> Result<Api, String> {
         pget_chunk: get!(c"H5Pget_chunk", PGetChunk),
         allocate: get!(c"H5allocate_memory", AllocateMemory),
         free: get!(c"H5free_memory", FreeMemory),
+        error: None,
     })
 }
 
@@ -111,7 +114,11 @@ fn api() -> Api {
     if let Some(a) = *API.read().unwrap_or_else(|p| p.into_inner()) {
         return a;
     }
-    let a = resolve(libc::RTLD_DEFAULT).unwrap_or_default();
+    let a = resolve(libc::RTLD_DEFAULT).unwrap_or_else(|e| Api {
+        // Leaked once per process at most: the lookup is cached.
+        error: Some(Box::leak(e.into_boxed_str())),
+        ..Api::default()
+    });
     *API.write().unwrap_or_else(|p| p.into_inner()) = Some(a);
     a
 }
@@ -140,8 +147,11 @@ pub fn dataset_shape(dcpl: Hid, type_id: Hid) -> (usize, c_int, u64) {
 }
 
 /// This filter's `cd_values` on `dcpl` (up to `max`), with its flags.
-pub fn get_filter(dcpl: Hid, id: c_int, max: usize) -> Option<(c_uint, Vec<c_uint>)> {
-    let f = api().get_filter_by_id2?;
+pub fn get_filter(dcpl: Hid, id: c_int, max: usize) -> Result<(c_uint, Vec<c_uint>), String> {
+    let a = api();
+    let f = a.get_filter_by_id2.ok_or_else(|| {
+        a.error.map_or("H5Pget_filter_by_id2 not found in this HDF5".to_owned(), str::to_owned)
+    })?;
     let (mut flags, mut n) = (0 as c_uint, max);
     let mut cd = vec![0 as c_uint; max];
     // SAFETY: `cd` holds `n` words and HDF5 writes at most `n`; no name is asked for.
@@ -158,11 +168,11 @@ pub fn get_filter(dcpl: Hid, id: c_int, max: usize) -> Option<(c_uint, Vec<c_uin
         )
     };
     if r < 0 {
-        return None;
+        return Err("H5Pget_filter_by_id2 failed".into());
     }
     // HDF5 reports how many values the filter has, which may be more than fit.
     cd.truncate(n.min(max));
-    Some((flags, cd))
+    Ok((flags, cd))
 }
 
 /// Replace this filter's `cd_values` on `dcpl`.
