@@ -194,3 +194,26 @@ def test_xarray_h5netcdf_round_trip(tmp_path):
     back = xr.open_dataset(path, engine="h5netcdf")
     xr.testing.assert_identical(back.load(), ds)
     back.close()
+
+
+def test_import_is_what_registers_the_filter(tmp_path):
+    """In a fresh interpreter h5py alone cannot read an adz dataset; after `import adz.hdf5`
+    it can, with nothing else set up."""
+    import subprocess
+    import sys
+
+    arr = data("float64")
+    path = tmp_path / "x.h5"
+    write(path, arr, codec="zstd:3")
+    read = ("import sys, h5py, numpy as np\n"
+            "{imp}\n"
+            "with h5py.File(sys.argv[1]) as f:\n"
+            "    print(float(f['x'][...].sum()))\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "HDF5_PLUGIN_PATH"}
+    bare = subprocess.run([sys.executable, "-c", read.format(imp=""), str(path)],
+                          capture_output=True, text=True, env=env)
+    assert bare.returncode != 0
+    ok = subprocess.run([sys.executable, "-c", read.format(imp="import adz.hdf5"), str(path)],
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert float(ok.stdout) == float(arr.sum())
