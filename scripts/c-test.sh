@@ -104,8 +104,9 @@ if command -v h5cc >/dev/null && command -v h5repack >/dev/null && command -v h5
     export HDF5_PLUGIN_PATH="$OUT/plugins"
     # -shlib: the plugin takes HDF5's functions from the process (a static HDF5 would have to
     # be linked with -rdynamic to export them).
-    h5cc -shlib -std=c11 -O2 -Wall -Wextra -Werror examples/c/hdf5_write.c -lm \
-        -o "$OUT/hdf5_write"
+    # In $OUT: h5cc leaves its object file in the current directory.
+    (cd "$OUT" && h5cc -shlib -std=c11 -O2 -Wall -Wextra -Werror \
+        "$OLDPWD/examples/c/hdf5_write.c" -lm -o "$OUT/hdf5_write")
     for mode in static s1 none; do
         check "hdf5_write $mode" "$OUT/hdf5_write" "$OUT/h5_$mode.h5" "$mode"
     done
