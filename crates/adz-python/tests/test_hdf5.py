@@ -217,3 +217,25 @@ def test_import_is_what_registers_the_filter(tmp_path):
                         capture_output=True, text=True, env=env)
     assert ok.returncode == 0, ok.stderr
     assert float(ok.stdout) == float(arr.sum())
+
+
+def test_adaptive_codec_follows_the_link_rate(tmp_path):
+    """S1 spends effort where the link is slow and none where it is far faster than any
+    codec: the chunks' frames say which codec each got."""
+    rng = np.random.default_rng(0)
+    arr = np.cumsum(rng.integers(-2, 3, size=2_000_000)) * 0.25
+    codecs = {}
+    for link in ["5MB/s", "100GB/s"]:
+        path = tmp_path / "x.h5"
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset("x", data=arr, chunks=(65536,),
+                                 **adz.hdf5.Adz(strategy="throughput", link=link))
+            codecs[link] = [adz.hdf5.describe_chunk(d.id.read_direct_chunk((i * 65536,))[1])[0]
+                            for i in range(d.id.get_num_chunks())]
+        with h5py.File(path) as f:
+            np.testing.assert_array_equal(f["x"][...], arr)
+    slow = codecs["5MB/s"][-10:]
+    assert all(c.startswith(("zstd:", "xz:")) and "shuffle:8" in c for c in slow), slow
+    assert all(int(c.split()[0].split(":")[1]) >= 3 for c in slow if c.startswith("zstd")), slow
+    fast = codecs["100GB/s"]
+    assert sum(c.startswith("none") for c in fast) >= len(fast) - 2, fast
