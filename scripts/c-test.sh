@@ -3,6 +3,8 @@
 # by cbindgen: `make header`) with the system compiler, run them, and check their output with
 # the adz CLI and byte comparison. Honours CARGO_TARGET_DIR.
 # The MPI example runs when Open MPI (mpicc, mpirun) is installed (scripts/deps.sh does it).
+# The HDF5 filter plugin (crates/adz-hdf5) is tested with Debian's HDF5 (h5cc, h5repack,
+# h5dump, h5diff from libhdf5-dev and hdf5-tools, which scripts/deps.sh installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO="${CARGO:-cargo}"
@@ -89,6 +91,41 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     done < <(cat "$OUT/mpi.manifest" 2>/dev/null)
 else
     echo "c-test: Open MPI not installed; skipping jacobi_mpi (scripts/deps.sh installs it)" >&2
+fi
+
+# HDF5: the plugin, loaded by HDF5 from HDF5_PLUGIN_PATH by its filter id (429). A program
+# built with h5cc -shlib writes through it and reads back; h5repack recompresses a file
+# written without a filter, and h5dump of the result equals h5dump of the original (h5dump
+# without the plugin cannot read it).
+if command -v h5cc >/dev/null && command -v h5repack >/dev/null && command -v h5dump >/dev/null; then
+    "$CARGO" build --release -q -p adz-hdf5
+    mkdir -p "$OUT/plugins"
+    cp "$TARGET/release/libadz_hdf5.so" "$OUT/plugins/"
+    export HDF5_PLUGIN_PATH="$OUT/plugins"
+    # -shlib: the plugin takes HDF5's functions from the process (a static HDF5 would have to
+    # be linked with -rdynamic to export them).
+    # In $OUT: h5cc leaves its object file in the current directory.
+    (cd "$OUT" && h5cc -shlib -std=c11 -O2 -Wall -Wextra -Werror \
+        "$OLDPWD/examples/c/hdf5_write.c" -lm -o "$OUT/hdf5_write")
+    for mode in static s1 none; do
+        check "hdf5_write $mode" "$OUT/hdf5_write" "$OUT/h5_$mode.h5" "$mode"
+    done
+    # UD=id,flags,count,cd_values: version 1, static (0), zstd (3) level 3, -, -, auto filters.
+    check "h5repack -f UD=429" h5repack -f UD=429,0,7,1,0,3,3,0,0,0 "$OUT/h5_none.h5" "$OUT/h5_rp.h5"
+    check "h5repack output uses the filter" \
+        grep -q "FILTER_ID 429" <(h5dump -p -H "$OUT/h5_rp.h5")
+    check "h5repack output is smaller" \
+        test "$(stat -c %s "$OUT/h5_rp.h5")" -lt "$(stat -c %s "$OUT/h5_none.h5")"
+    h5dump "$OUT/h5_none.h5" | tail -n +2 >"$OUT/dump_none.txt"
+    h5dump "$OUT/h5_rp.h5" | tail -n +2 >"$OUT/dump_rp.txt" || true
+    check "h5dump of the repacked file equals the original" cmp "$OUT/dump_none.txt" "$OUT/dump_rp.txt"
+    check "h5diff original repacked" h5diff "$OUT/h5_none.h5" "$OUT/h5_rp.h5"
+    check "without the plugin the repacked file does not read" \
+        bash -c '! HDF5_PLUGIN_PATH=/nonexistent h5diff "$1" "$2" >/dev/null 2>&1' _ \
+        "$OUT/h5_none.h5" "$OUT/h5_rp.h5"
+    unset HDF5_PLUGIN_PATH
+else
+    echo "c-test: HDF5 tools not installed; skipping the HDF5 plugin (scripts/deps.sh installs them)" >&2
 fi
 
 echo "c-test: $pass passed, $fail failed"

@@ -51,6 +51,8 @@ apt_install() {
 if ! need_cmd cc && ! need_cmd gcc; then apt_install gcc; fi
 if ! need_cmd mpicc || ! need_cmd mpirun; then apt_install openmpi-bin libopenmpi-dev; fi
 if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then apt_install python3-venv; fi
+# The HDF5 filter plugin's C tests: h5cc (libhdf5-dev), h5repack, h5dump and h5diff (hdf5-tools).
+if ! need_cmd h5cc || ! need_cmd h5repack; then apt_install libhdf5-dev hdf5-tools; fi
 # make netlink-test: ip and tc (iproute2) for a shaped network namespace, socat to stream into it.
 if ! need_cmd ip || ! need_cmd tc; then apt_install iproute2; fi
 if ! need_cmd socat; then apt_install socat; fi

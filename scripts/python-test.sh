@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the Python module with maturin into a virtual environment (.cache/venv) and run its
-# pytest suite. Installs maturin, pytest, numpy, numcodecs and zarr into the venv if missing.
+# pytest suite. Installs maturin, pytest, numpy, numcodecs, zarr, and h5py, h5netcdf and xarray
+# (for adz.hdf5's tests) into the venv if missing.
 #
 # The module is built with the cargo feature `s3`, and the suite's S3 tests (tests/test_s3.py)
 # run against a throwaway MinIO on 127.0.0.1 (scripts/minio.sh; MINIO= names its binary),
@@ -15,9 +16,9 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr" 2>/dev/null; then
+if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr, h5py, h5netcdf, xarray" 2>/dev/null; then
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q "maturin>=1.5,<2" pytest numpy numcodecs zarr
+    "$PY" -m pip install -q "maturin>=1.5,<2" pytest numpy numcodecs zarr h5py h5netcdf xarray
 fi
 # maturin develop builds the extension and installs the package (editable) into the venv.
 (cd crates/adz-python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \

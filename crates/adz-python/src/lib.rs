@@ -9,6 +9,7 @@
 //! The logic lives in `adz_core`; this crate converts arguments, buffers and errors.
 
 mod buffer;
+mod hdf5;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -612,5 +613,6 @@ fn _adz(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_reader, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(decompress, m)?)?;
+    hdf5::register(m)?;
     Ok(())
 }

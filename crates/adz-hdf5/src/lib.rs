@@ -1,0 +1,488 @@
+//! adz as an HDF5 filter: every chunk HDF5 hands the filter becomes one self-describing adz
+//! frame (codec, level, filters, raw and payload checksums; chunks over 64 MiB become several
+//! frames back to back), and a damaged chunk is an error, never wrong data.
+//!
+//! The plugin (`libadz_hdf5.so`, this crate's cdylib) exports `H5PLget_plugin_type` and
+//! `H5PLget_plugin_info`, so HDF5 loads it from `HDF5_PLUGIN_PATH`; the Python module links
+//! the same code and registers it with h5py's HDF5 (`adz.hdf5`). It links against no HDF5: the
+//! few HDF5 functions `set_local` needs are looked up at run time (see [`h5`]).
+//!
+//! # Filter id
+//!
+//! [`FILTER_ID`] is 429 (0x1AD), in the range 256-511 that The HDF Group keeps for testing
+//! filters without registration. It is not registered: a registered id is the step before
+//! files written with it are shared widely.
+//!
+//! # `cd_values`
+//!
+//! Ten 32-bit words, the first a layout version; the user gives the first seven (fewer: the
+//! rest are 0), `set_local` fills in the last three from the dataset.
+//!
+//! | word | meaning |
+//! |---|---|
+//! | 0 | layout version, [`CD_VERSION`] (1) |
+//! | 1 | mode: 0 static, 1 throughput (S1), 2 keep-pace (S2), 3 prolong (S3), 4 archive |
+//! | 2 | static: adz codec id (0 none, 1 lz4, 2 lz4hc, 3 zstd, 4 xz) |
+//! | 3 | static: codec parameter (level; i32 as two's complement) |
+//! | 4 | adaptive: link rate in kB/s (1000 bytes/s); 0: 1GbE (117 MB/s) |
+//! | 5 | S3: the factor F × 1000 (1500: a write takes 1.5× the raw write) |
+//! | 6 | filters: 0 auto (shuffle by element size for integers and floats), 1 none, 2 shuffle, 3 xor |
+//! | 7 | element size in bytes (`set_local`) |
+//! | 8 | HDF5 type class + 1 (`set_local`; 0 unknown) |
+//! | 9 | chunk size in bytes (`set_local`; 0 unknown): a decoded chunk must have this length |
+//!
+//! No `cd_values` at all means static `zstd:3` with automatic filters.
+//!
+//! # Adaptive mode and parallelism
+//!
+//! HDF5 calls the filter one chunk at a time, from the thread that writes (H5Dwrite and
+//! H5Dclose/flush of the chunk cache), so the chunks of a dataset are compressed one after the
+//! other on one core. One controller per process and strategy (and link rate) learns across
+//! the chunks of all datasets: it decides each chunk's codec with `next_block` and learns from
+//! the filter's own CPU time per chunk with `record_block`, configured for one worker thread.
+//! There is no sink to measure, so the link rate in `cd_values` is the link.
+
+#[allow(unsafe_code)] // C callbacks over raw buffers; every unsafe block has a SAFETY note.
+mod ffi;
+pub mod h5;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use adz_core::control::{
+    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Link, Strategy,
+};
+use adz_core::format::{
+    CodecSpec, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
+};
+use adz_core::{FrameDecoder, FrameEncoder};
+
+pub use ffi::{adz_hdf5_init, last_error, H5PLget_plugin_info, H5PLget_plugin_type};
+
+/// The HDF5 filter id: 429, in the range 256-511 reserved for testing (see the crate docs).
+pub const FILTER_ID: u32 = 429;
+/// The filter's name in HDF5 (`h5dump` shows it).
+pub const FILTER_NAME: &str = "adz";
+/// The version word of the `cd_values` layout this build writes and reads.
+pub const CD_VERSION: u32 = 1;
+/// Words of `cd_values` the user sets (version, mode, codec, level, link, factor, filters).
+pub const CD_USER_WORDS: usize = 7;
+/// Words of `cd_values` after `set_local`.
+pub const CD_WORDS: usize = 10;
+/// The link rate when the user gives none: 1GbE, as `adz` counts it (117 MB/s).
+pub const DEFAULT_LINK: f64 = 117e6;
+/// The largest chunk HDF5 allows (its chunk sizes are 32-bit).
+const MAX_CHUNK: u64 = u32::MAX as u64;
+/// A compressed chunk is kept only if at most this share of the raw size (the pipeline's
+/// default); a static chunk that does not shrink is stored raw inside its frame.
+const KEEP_RATIO: f64 = 0.97;
+
+/// Errors of the filter. The C entry points turn them into a return of 0 (HDF5 then fails
+/// the write or read); [`last_error`] keeps the message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `cd_values` (or options) that this build does not understand.
+    #[error("bad adz filter parameters: {0}")]
+    Params(String),
+    /// A chunk that is not a sequence of valid adz frames.
+    #[error("damaged adz chunk: {0}")]
+    Damaged(String),
+    /// Encoding or decoding a frame failed.
+    #[error(transparent)]
+    Core(#[from] adz_core::Error),
+}
+
+/// Result of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// How chunks are compressed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Always this codec and level.
+    Static(CodecSpec),
+    /// An adz strategy (S1, S2, S3 or archive) through a link of this many bytes/s.
+    Adaptive {
+        /// The strategy.
+        strategy: Strategy,
+        /// Link rate, bytes/s.
+        link: f64,
+    },
+}
+
+/// Which byte filter runs before the codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterChoice {
+    /// Shuffle by element size for integer and float types of 2..=255 bytes, else none.
+    Auto,
+    /// None.
+    None,
+    /// Shuffle by element size.
+    Shuffle,
+    /// XOR with the previous element (element-size wide).
+    Xor,
+}
+
+/// The parameters a dataset's `cd_values` hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// Static codec or adaptive strategy.
+    pub mode: Mode,
+    /// The byte filter.
+    pub filters: FilterChoice,
+    /// Element size in bytes (0: unknown).
+    pub elem_size: u32,
+    /// HDF5 type class + 1 (0: unknown).
+    pub type_class: u32,
+    /// Chunk size in bytes (0: unknown).
+    pub chunk_bytes: u32,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            mode: Mode::Static("zstd:3".parse().expect("a valid codec")),
+            filters: FilterChoice::Auto,
+            elem_size: 0,
+            type_class: 0,
+            chunk_bytes: 0,
+        }
+    }
+}
+
+/// HDF5's `H5T_INTEGER` and `H5T_FLOAT` type classes, + 1 as `cd_values` word 8 holds them.
+const CLASS_INTEGER: u32 = 1;
+const CLASS_FLOAT: u32 = 2;
+
+impl Params {
+    /// Parameters from options: `strategy` as adz spells it (`throughput`, `keep-pace`,
+    /// `prolong=1.5`, `archive`, `static=zstd:3`), `link` a rate (`1GbE`, `500MB/s`),
+    /// `filters` one of `auto`, `none`, `shuffle`, `xor`.
+    pub fn from_options(strategy: &str, link: &str, filters: &str) -> Result<Params> {
+        let bad = |e: adz_core::open::ParseError| Error::Params(e.0);
+        let strategy = adz_core::open::parse_strategy(strategy).map_err(bad)?;
+        let mode = match strategy {
+            Strategy::Static(c) => Mode::Static(c),
+            s => {
+                let link = match adz_core::open::parse_link(link).map_err(bad)? {
+                    Link::Fixed(b) => b,
+                    _ => {
+                        return Err(Error::Params(format!(
+                            "link {link:?}: an HDF5 filter has no sink to measure, give a rate \
+                             such as 1GbE or 500MB/s"
+                        )))
+                    }
+                };
+                Mode::Adaptive { strategy: s, link }
+            }
+        };
+        let filters = match filters.trim().to_ascii_lowercase().as_str() {
+            "auto" => FilterChoice::Auto,
+            "none" => FilterChoice::None,
+            "shuffle" => FilterChoice::Shuffle,
+            "xor" => FilterChoice::Xor,
+            f => {
+                return Err(Error::Params(format!(
+                    "filters {f:?}: expected auto, none, shuffle or xor"
+                )))
+            }
+        };
+        let p = Params { mode, filters, ..Params::default() };
+        // What cd_values cannot hold exactly is refused here rather than rounded silently.
+        p.to_cd()?;
+        Ok(p)
+    }
+
+    /// Parse `cd_values` (any length up to [`CD_WORDS`]; missing words are 0; none at all is
+    /// the default, static `zstd:3`).
+    pub fn from_cd(cd: &[u32]) -> Result<Params> {
+        if cd.is_empty() {
+            return Ok(Params::default());
+        }
+        if cd[0] != CD_VERSION {
+            return Err(Error::Params(format!(
+                "cd_values version {} (this build reads version {CD_VERSION})",
+                cd[0]
+            )));
+        }
+        if cd.len() > CD_WORDS {
+            return Err(Error::Params(format!("{} cd_values, at most {CD_WORDS}", cd.len())));
+        }
+        let w = |i: usize| cd.get(i).copied().unwrap_or(0);
+        let link = if w(4) == 0 { DEFAULT_LINK } else { f64::from(w(4)) * 1e3 };
+        let adaptive = |strategy| Mode::Adaptive { strategy, link };
+        let mode = match w(1) {
+            0 => {
+                let id = u8::try_from(w(2))
+                    .ok()
+                    .and_then(adz_core::format::CodecId::from_u8)
+                    .ok_or_else(|| Error::Params(format!("unknown codec id {}", w(2))))?;
+                let c =
+                    CodecSpec::new(id, w(3) as i32).map_err(|e| Error::Params(e.to_string()))?;
+                Mode::Static(c)
+            }
+            1 => adaptive(Strategy::Throughput),
+            2 => adaptive(Strategy::KeepPace),
+            3 => {
+                let f = f64::from(w(5)) / 1e3;
+                if f < 1.0 {
+                    return Err(Error::Params(format!("prolong factor {f} (word 5 / 1000) < 1")));
+                }
+                adaptive(Strategy::Prolong(f))
+            }
+            4 => adaptive(Strategy::Archive),
+            m => return Err(Error::Params(format!("unknown mode {m}"))),
+        };
+        let filters = match w(6) {
+            0 => FilterChoice::Auto,
+            1 => FilterChoice::None,
+            2 => FilterChoice::Shuffle,
+            3 => FilterChoice::Xor,
+            f => return Err(Error::Params(format!("unknown filter choice {f}"))),
+        };
+        Ok(Params { mode, filters, elem_size: w(7), type_class: w(8), chunk_bytes: w(9) })
+    }
+
+    /// The `cd_values` words ([`CD_WORDS`] of them).
+    pub fn to_cd(&self) -> Result<[u32; CD_WORDS]> {
+        let mut cd = [0u32; CD_WORDS];
+        cd[0] = CD_VERSION;
+        let rate = |link: f64| {
+            let k = (link / 1e3).round();
+            if k >= 1.0 && k <= f64::from(u32::MAX) {
+                Ok(k as u32)
+            } else {
+                Err(Error::Params(format!("link rate {link} B/s: must be 1 kB/s .. 4 TB/s")))
+            }
+        };
+        match self.mode {
+            Mode::Static(c) => {
+                cd[2] = u32::from(c.id().as_u8());
+                cd[3] = c.param() as u32;
+            }
+            Mode::Adaptive { strategy, link } => {
+                cd[1] = match strategy {
+                    Strategy::Throughput => 1,
+                    Strategy::KeepPace => 2,
+                    Strategy::Prolong(f) => {
+                        cd[5] = (f * 1e3).round() as u32;
+                        3
+                    }
+                    Strategy::Archive => 4,
+                    Strategy::Static(c) => {
+                        return Params { mode: Mode::Static(c), ..*self }.to_cd();
+                    }
+                    s => return Err(Error::Params(format!("strategy {s} has no cd_values form"))),
+                };
+                cd[4] = rate(link)?;
+            }
+        }
+        cd[6] = match self.filters {
+            FilterChoice::Auto => 0,
+            FilterChoice::None => 1,
+            FilterChoice::Shuffle => 2,
+            FilterChoice::Xor => 3,
+        };
+        cd[7] = self.elem_size;
+        cd[8] = self.type_class;
+        cd[9] = self.chunk_bytes;
+        Ok(cd)
+    }
+
+    /// The adz filters for this dataset's element size.
+    pub fn frame_filters(&self) -> Filters {
+        let Ok(size) = u8::try_from(self.elem_size) else { return Filters::NONE };
+        if size < 2 {
+            return Filters::NONE;
+        }
+        let spec = match self.filters {
+            FilterChoice::None => return Filters::NONE,
+            FilterChoice::Auto => {
+                if !matches!(self.type_class, CLASS_INTEGER | CLASS_FLOAT) {
+                    return Filters::NONE;
+                }
+                FilterSpec::shuffle(size)
+            }
+            FilterChoice::Shuffle => FilterSpec::shuffle(size),
+            FilterChoice::Xor => FilterSpec::xor(size),
+        };
+        spec.and_then(|s| Filters::new(&[s])).unwrap_or(Filters::NONE)
+    }
+}
+
+thread_local! {
+    static ENCODER: RefCell<FrameEncoder> = RefCell::new(FrameEncoder::new());
+    static DECODER: RefCell<FrameDecoder> = RefCell::new(FrameDecoder::new());
+}
+
+/// Compress one chunk into `out` (cleared first): one frame per 64 MiB of raw data.
+pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    out.clear();
+    if raw.is_empty() || raw.len() as u64 > MAX_CHUNK {
+        return Err(Error::Params(format!("a chunk of {} bytes", raw.len())));
+    }
+    let filters = p.frame_filters();
+    ENCODER.with(|enc| {
+        let mut enc = enc.borrow_mut();
+        for (i, piece) in raw.chunks(MAX_FRAME_RAW_LEN as usize).enumerate() {
+            let offset = (i * MAX_FRAME_RAW_LEN as usize) as u64;
+            match p.mode {
+                Mode::Static(c) => {
+                    let f = if c == CodecSpec::NONE { Filters::NONE } else { filters };
+                    enc.encode(piece, offset, c, f, KEEP_RATIO, out)?;
+                }
+                Mode::Adaptive { strategy, link } => {
+                    encode_adaptive(&mut enc, strategy, link, filters, piece, offset, out)?
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// One frame with the codec the process's controller for (strategy, link) picks; the filter's
+/// CPU and wall time go back to it.
+fn encode_adaptive(
+    enc: &mut FrameEncoder,
+    strategy: Strategy,
+    link: f64,
+    filters: Filters,
+    piece: &[u8],
+    offset: u64,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let key = format!("{strategy}@{link}");
+    let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class: 0 };
+    let (decision, keep) = {
+        let mut all = lock_controllers();
+        let ctl = all.entry(key.clone()).or_insert_with(|| {
+            Box::new(Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), 1)))
+        });
+        (ctl.next_block(&ctx), ctl.keep_threshold())
+    };
+    let f = if decision.codec == CodecSpec::NONE { Filters::NONE } else { filters };
+    let cpu0 = cpu_time::ThreadTime::try_now().ok();
+    let wall0 = Instant::now();
+    let h = enc.encode(piece, offset, decision.codec, f, keep, out)?;
+    let wall = wall0.elapsed();
+    let cpu = cpu0.map_or(wall, |c| c.elapsed());
+    if decision.codec != CodecSpec::NONE {
+        let mut all = lock_controllers();
+        if let Some(ctl) = all.get_mut(&key) {
+            ctl.record_block(&BlockMeasurement {
+                decision,
+                raw_len: piece.len() as u64,
+                stored_len: u64::from(h.stored_len),
+                stored_raw: h.stored_raw(),
+                wall,
+                cpu,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One controller per process for each adaptive (strategy, link): they learn across the
+/// chunks of every dataset that uses them.
+type Controllers = HashMap<String, Box<dyn Control + Send>>;
+
+fn lock_controllers() -> MutexGuard<'static, Controllers> {
+    static CONTROLLERS: std::sync::LazyLock<Mutex<Controllers>> =
+        std::sync::LazyLock::new(|| Mutex::new(HashMap::new()));
+    // A panic while holding the lock leaves a usable map (a controller mid-update at worst).
+    CONTROLLERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Every adaptive controller this process has: its status line (strategy, rung, speed ...)
+/// and how many chunks (frames) it has decided.
+pub fn controller_status() -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = lock_controllers()
+        .values()
+        .map(|c| {
+            let s = c.status();
+            (s.to_string(), s.blocks)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The frames of an encoded chunk: their headers and where each payload starts.
+pub fn chunk_frames(buf: &[u8]) -> Result<(Vec<(FrameHeader, usize)>, usize)> {
+    let mut frames = Vec::new();
+    let (mut pos, mut raw) = (0usize, 0u64);
+    while pos < buf.len() {
+        let n = frames.len() as u64;
+        let h = FrameHeader::parse(&buf[pos..], n, pos as u64)
+            .map_err(|e| Error::Damaged(e.to_string()))?;
+        let payload = pos + FRAME_HEADER_LEN;
+        let end = payload
+            .checked_add(h.stored_len as usize)
+            .filter(|e| *e <= buf.len())
+            .ok_or_else(|| Error::Damaged(format!("frame {n} runs past the chunk's end")))?;
+        // Frames must follow each other in raw order from 0: a frame moved, lost or repeated
+        // would otherwise decode to wrong data with every checksum right.
+        if h.raw_offset != raw {
+            return Err(Error::Damaged(format!(
+                "frame {n} starts at raw offset {} instead of {raw}",
+                h.raw_offset
+            )));
+        }
+        raw += u64::from(h.raw_len);
+        if raw > MAX_CHUNK {
+            return Err(Error::Damaged("more than 4 GiB of raw data in one chunk".into()));
+        }
+        frames.push((h, payload));
+        pos = end;
+    }
+    if frames.is_empty() {
+        return Err(Error::Damaged("an empty chunk".into()));
+    }
+    Ok((frames, raw as usize))
+}
+
+/// Decode the frames [`chunk_frames`] found in `buf` into `out` (exactly their raw length).
+pub fn decode_frames(buf: &[u8], frames: &[(FrameHeader, usize)], out: &mut [u8]) -> Result<()> {
+    DECODER.with(|dec| {
+        let mut dec = dec.borrow_mut();
+        for (n, (h, payload)) in frames.iter().enumerate() {
+            let start = h.raw_offset as usize;
+            let dst = out
+                .get_mut(start..start + h.raw_len as usize)
+                .ok_or_else(|| Error::Damaged(format!("frame {n} past the output")))?;
+            let src = &buf[*payload..*payload + h.stored_len as usize];
+            dec.decode(h, src, n as u64, (*payload - FRAME_HEADER_LEN) as u64, dst)?;
+        }
+        Ok(())
+    })
+}
+
+/// Decode a whole chunk; `expect` is the chunk size `set_local` recorded (0: unknown).
+pub fn decode_chunk(buf: &[u8], expect: u32) -> Result<Vec<u8>> {
+    let (frames, raw) = chunk_frames(buf)?;
+    check_len(raw, expect)?;
+    let mut out = vec![0; raw];
+    decode_frames(buf, &frames, &mut out)?;
+    Ok(out)
+}
+
+/// A decoded chunk must be as long as the dataset's chunks, when `set_local` recorded that.
+pub fn check_len(raw: usize, expect: u32) -> Result<()> {
+    if expect != 0 && raw as u64 != u64::from(expect) {
+        return Err(Error::Damaged(format!(
+            "the frames hold {raw} bytes, the dataset's chunks {expect}"
+        )));
+    }
+    Ok(())
+}
+
+/// A short description of each frame of an encoded chunk (`zstd:3 shuffle:4`), for tests and
+/// tools: which codec the filter chose.
+pub fn describe_chunk(buf: &[u8]) -> Result<Vec<String>> {
+    Ok(chunk_frames(buf)?.0.iter().map(|(h, _)| h.describe()).collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+use super::*;
+
+fn floats(n: usize) -> Vec<u8> {
+    (0..n).flat_map(|i| (((i / 8) as f32 * 0.01).sin() * 100.0).to_le_bytes()).collect()
+}
+
+#[test]
+fn cd_values_round_trip_every_mode() {
+    for (strategy, link) in [
+        ("static=zstd:3", "1GbE"),
+        ("static=zstd:-5", "1GbE"),
+        ("static=lz4:1", "1GbE"),
+        ("throughput", "1GbE"),
+        ("keep-pace", "10GbE"),
+        ("prolong=1.5", "500MB/s"),
+        ("archive", "1GbE"),
+    ] {
+        for filters in ["auto", "none", "shuffle", "xor"] {
+            let p = Params::from_options(strategy, link, filters).unwrap();
+            let cd = p.to_cd().unwrap();
+            assert_eq!(cd[0], CD_VERSION);
+            assert_eq!(Params::from_cd(&cd).unwrap(), p, "{strategy} {link} {filters}");
+            // What the user passes (the first seven words) is the same parameters.
+            assert_eq!(Params::from_cd(&cd[..CD_USER_WORDS]).unwrap(), p);
+        }
+    }
+    let p = Params::from_options("s1", "1GbE", "auto").unwrap();
+    assert_eq!(p.to_cd().unwrap()[..7], [1, 1, 0, 0, 117_000, 0, 0]);
+    let p = Params::from_options("static=zstd:-5", "auto", "none").unwrap();
+    assert_eq!(p.to_cd().unwrap()[..7], [1, 0, 3, (-5i32) as u32, 0, 0, 1]);
+}
+
+#[test]
+fn bad_cd_values_and_options_are_refused() {
+    for cd in [
+        &[2u32][..],                         // a future layout
+        &[1, 9],                             // unknown mode
+        &[1, 0, 77, 3],                      // unknown codec
+        &[1, 0, 3, 99],                      // zstd level 99
+        &[1, 3, 0, 0, 0, 500],               // prolong factor 0.5
+        &[1, 0, 3, 3, 0, 0, 9],              // unknown filter choice
+        &[1, 0, 3, 3, 0, 0, 0, 4, 2, 64, 0], // eleven words
+    ] {
+        assert!(matches!(Params::from_cd(cd), Err(Error::Params(_))), "{cd:?}");
+    }
+    assert_eq!(Params::from_cd(&[]).unwrap(), Params::default());
+    assert!(Params::from_options("throughput", "auto", "auto").is_err(), "no sink: no auto link");
+    assert!(Params::from_options("fast", "1GbE", "auto").is_err());
+    assert!(Params::from_options("throughput", "1GbE", "bitshuffle").is_err());
+}
+
+#[test]
+fn set_local_words_choose_the_filter() {
+    let mut p = Params::default();
+    assert!(p.frame_filters().is_empty(), "element size unknown: no shuffle");
+    p.elem_size = 4;
+    p.type_class = 2; // H5T_FLOAT + 1
+    assert_eq!(p.frame_filters().to_string(), "shuffle:4");
+    p.type_class = 7; // a string type: auto does not shuffle
+    assert!(p.frame_filters().is_empty());
+    p.filters = FilterChoice::Xor;
+    assert_eq!(p.frame_filters().to_string(), "xor:4");
+    p.elem_size = 1;
+    assert!(p.frame_filters().is_empty(), "bytes are not shuffled");
+}
+
+#[test]
+fn chunks_round_trip_static_and_adaptive() {
+    let raw = floats(100_000);
+    let mut out = Vec::new();
+    let mut p =
+        Params { elem_size: 4, type_class: 2, chunk_bytes: raw.len() as u32, ..Default::default() };
+    encode_chunk(&p, &raw, &mut out).unwrap();
+    assert!(out.len() < raw.len() / 2, "{} of {}", out.len(), raw.len());
+    assert_eq!(describe_chunk(&out).unwrap(), ["zstd:3 shuffle:4"]);
+    assert_eq!(decode_chunk(&out, p.chunk_bytes).unwrap(), raw);
+
+    p.mode = Mode::Adaptive { strategy: Strategy::Throughput, link: 117e6 };
+    for _ in 0..5 {
+        encode_chunk(&p, &raw, &mut out).unwrap();
+        assert_eq!(decode_chunk(&out, 0).unwrap(), raw);
+    }
+    let status = controller_status();
+    assert!(status.iter().any(|(s, n)| s.starts_with("throughput") && *n >= 5), "{status:?}");
+}
+
+#[test]
+fn damage_is_an_error_never_wrong_data() {
+    let raw = floats(20_000);
+    let mut out = Vec::new();
+    let p = Params { elem_size: 4, type_class: 2, ..Default::default() };
+    encode_chunk(&p, &raw, &mut out).unwrap();
+    for i in (0..out.len()).step_by(7) {
+        let mut bad = out.clone();
+        bad[i] ^= 0x10;
+        assert!(decode_chunk(&bad, 0).is_err(), "byte {i}");
+    }
+    assert!(decode_chunk(&out[..out.len() - 1], 0).is_err(), "truncated");
+    assert!(decode_chunk(&[], 0).is_err(), "empty");
+    assert!(decode_chunk(&out, raw.len() as u32 + 4).is_err(), "wrong chunk size");
+    // Two chunks' frames back to back: the second starts at raw offset 0 again.
+    let twice = [out.clone(), out.clone()].concat();
+    assert!(matches!(decode_chunk(&twice, 0), Err(Error::Damaged(_))));
+}

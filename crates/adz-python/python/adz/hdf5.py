@@ -1,0 +1,75 @@
+"""adz as an HDF5 filter for h5py, h5netcdf and xarray: every chunk one adz frame.
+
+    import adz.hdf5, h5py, numpy as np
+
+    with h5py.File("out.h5", "w") as f:
+        f.create_dataset("field", data=np.zeros((1024, 1024)), chunks=(256, 1024),
+                         **adz.hdf5.Adz(strategy="throughput", link="1GbE"))
+        f.create_dataset("static", data=np.arange(10**6), chunks=(65536,),
+                         **adz.hdf5.Adz(codec="zstd:3"))
+
+Importing this module registers the filter (id `FILTER_ID`, 429) with h5py's HDF5; reading
+a file written with it needs the same import. The filter shuffles the bytes of integer and
+float elements by element size on its own (the dataset's type is recorded when it is
+created). A damaged chunk raises an OSError on read; the others still read.
+
+HDF5 compresses one chunk at a time, on the thread that writes. In adaptive mode one
+controller per process (and strategy and link) picks each chunk's codec, learning from the
+time the filter spends on the chunks before it; the link rate is the one given (there is no
+storage back-pressure to measure from inside HDF5).
+
+xarray: `ds.to_netcdf(path, engine="h5netcdf", encoding={"v": {**adz.hdf5.Adz(...),
+"chunksizes": (...)}})`. netCDF-C programs read such files with the plugin on
+HDF5_PLUGIN_PATH (crates/adz-hdf5, docs/BINDINGS.md).
+"""
+
+import h5py
+
+from . import _adz
+
+#: The HDF5 filter id (in HDF5's range 256-511 for unregistered, testing filters).
+FILTER_ID = _adz.HDF5_FILTER_ID
+
+__all__ = ["FILTER_ID", "Adz", "describe_chunk", "controller_status", "register"]
+
+
+def register():
+    """Register the filter with h5py's HDF5 (done on import; safe to call again)."""
+    # h5py loads its libhdf5 privately: the filter finds HDF5's functions through the
+    # dependencies of h5py's h5z module, as hdf5plugin does.
+    _adz.hdf5_init(h5py.h5z.__file__)
+    h5py.h5z.register_filter(_adz.hdf5_plugin_info())
+
+
+def Adz(strategy=None, link="1GbE", codec=None, filters="auto"):
+    """The `create_dataset` keyword arguments (`compression`, `compression_opts`) for adz.
+
+    codec: a static codec and level ("zstd:3", "lz4:1", "xz:6", ...), or strategy: an
+    adaptive one, "throughput" (S1, the fastest write), "keep-pace" (S2), "prolong=F" (S3),
+    "archive"; link: the storage link's rate ("1GbE", "10GbE", "500MB/s"); filters: "auto"
+    (shuffle integers and floats by element size), "none", "shuffle" or "xor".
+    Neither codec nor strategy: static zstd:3.
+    """
+    if codec is not None and strategy is not None:
+        raise ValueError("give codec (static) or strategy (adaptive), not both")
+    if codec is not None:
+        strategy = f"static={codec}"
+    elif strategy is None:
+        strategy = "static=zstd:3"
+    opts = _adz.hdf5_cd_values(strategy, link, filters)
+    return {"compression": FILTER_ID, "compression_opts": tuple(opts)}
+
+
+def describe_chunk(chunk):
+    """What the frames of one stored chunk (`dataset.id.read_direct_chunk(...)[1]`) hold,
+    such as ["zstd:3 shuffle:4"]; raises adz.CorruptData for a damaged chunk."""
+    return _adz.hdf5_describe_chunk(bytes(chunk))
+
+
+def controller_status():
+    """The adaptive controllers of this process: a list of dicts with "status" (strategy,
+    rung, speed, ...) and "chunks" (how many chunk frames it has decided)."""
+    return [{"status": s, "chunks": n} for s, n in _adz.hdf5_controller_status()]
+
+
+register()

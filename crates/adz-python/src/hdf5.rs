@@ -1,0 +1,62 @@
+//! The HDF5 filter (crates/adz-hdf5) inside the Python module: `adz.hdf5` hands h5py's HDF5
+//! to it and registers the filter class whose address this module gives.
+
+use std::ffi::CString;
+
+use pyo3::prelude::*;
+
+use crate::{ConfigError, CorruptData};
+
+/// Take HDF5's functions from the library at `path` and its dependencies (h5py's `h5z`
+/// extension module, which links h5py's libhdf5).
+#[pyfunction]
+fn hdf5_init(path: &str) -> PyResult<()> {
+    let c = CString::new(path).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    adz_hdf5::h5::init(Some(&c)).map_err(ConfigError::new_err)
+}
+
+/// The address of the filter's `H5Z_class2_t`, for `h5py.h5z.register_filter`.
+#[pyfunction]
+fn hdf5_plugin_info() -> usize {
+    adz_hdf5::H5PLget_plugin_info() as usize
+}
+
+/// The `cd_values` (`compression_opts`) for a strategy, link rate and byte filter choice.
+#[pyfunction]
+fn hdf5_cd_values(strategy: &str, link: &str, filters: &str) -> PyResult<Vec<u32>> {
+    let p = adz_hdf5::Params::from_options(strategy, link, filters)
+        .map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let cd = p.to_cd().map_err(|e| ConfigError::new_err(e.to_string()))?;
+    Ok(cd[..adz_hdf5::CD_USER_WORDS].to_vec())
+}
+
+/// What each frame of a stored chunk holds (`zstd:3 shuffle:4`); CorruptData if it is not a
+/// valid adz chunk.
+#[pyfunction]
+fn hdf5_describe_chunk(chunk: &[u8]) -> PyResult<Vec<String>> {
+    adz_hdf5::describe_chunk(chunk).map_err(|e| CorruptData::new_err(e.to_string()))
+}
+
+/// Each adaptive controller the filter has in this process: (status line, chunks decided).
+#[pyfunction]
+fn hdf5_controller_status() -> Vec<(String, u64)> {
+    adz_hdf5::controller_status()
+}
+
+/// Why the filter last failed on this thread ("" if it has not).
+#[pyfunction]
+fn hdf5_last_error() -> String {
+    adz_hdf5::last_error()
+}
+
+/// Add the HDF5 functions and the filter id to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("HDF5_FILTER_ID", adz_hdf5::FILTER_ID)?;
+    m.add_function(wrap_pyfunction!(hdf5_init, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_plugin_info, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_cd_values, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_describe_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_controller_status, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_last_error, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,241 @@
+"""adz.hdf5: the HDF5 filter through h5py (and h5netcdf/xarray): round trips, the automatic
+shuffle by element size, adaptive mode, and damaged chunks that raise instead of reading."""
+
+import numpy as np
+import pytest
+
+h5py = pytest.importorskip("h5py")
+import adz  # noqa: E402
+import adz.hdf5  # noqa: E402
+
+SHAPE, CHUNKS = (1000, 37), (300, 16)  # edge chunks only partly filled in both dimensions
+MODES = [
+    {"codec": "zstd:3"},
+    {"codec": "lz4:1"},
+    {"strategy": "throughput", "link": "1GbE"},
+    {"strategy": "keep-pace", "link": "10GbE"},
+    {"strategy": "prolong=1.5", "link": "500MB/s"},
+]
+
+
+def data(dtype, shape=SHAPE, seed=0):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    # A random walk in quarter steps: exact in every type, and compressible.
+    smooth = (np.cumsum(rng.integers(-2, 3, size=n)) * 0.25).reshape(shape)
+    if np.dtype(dtype).kind == "f":
+        return smooth.astype(dtype)
+    info = np.iinfo(dtype)
+    return np.clip(smooth * 3, info.min, info.max).astype(dtype)
+
+
+def write(path, arr, chunks=CHUNKS, **adz_kwargs):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=chunks, **adz.hdf5.Adz(**adz_kwargs))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: ",".join(f"{k}={v}" for k, v in m.items()))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint8"])
+def test_round_trip(tmp_path, dtype, mode):
+    arr = data(dtype)
+    path = tmp_path / "x.h5"
+    write(path, arr, **mode)
+    with h5py.File(path) as f:
+        d = f["x"]
+        assert adz.hdf5.FILTER_ID in [int(k) for k in d._filters]
+        np.testing.assert_array_equal(d[...], arr)
+        np.testing.assert_array_equal(d[950:, 30:], arr[950:, 30:])  # an edge chunk alone
+        # Every chunk on disk is adz frames, none stored without the filter.
+        for i in range(d.id.get_num_chunks()):
+            info = d.id.get_chunk_info(i)
+            assert info.filter_mask == 0
+            mask, raw = d.id.read_direct_chunk(info.chunk_offset)
+            assert raw[:4] == b"ADZF"
+            assert adz.hdf5.describe_chunk(raw)
+
+
+def test_compresses_and_shuffles_by_element_size(tmp_path):
+    """set_local records the element size and type: wider numbers are shuffled by their
+    size without being asked, bytes are not, and the smooth data shrinks."""
+    for dtype, want in [("float32", "zstd:3 shuffle:4"), ("float64", "zstd:3 shuffle:8"),
+                        ("int16", "zstd:3 shuffle:2"), ("uint8", "zstd:3")]:
+        arr = data(dtype)
+        path = tmp_path / f"{dtype}.h5"
+        write(path, arr, codec="zstd:3")
+        with h5py.File(path) as f:
+            d = f["x"]
+            _, raw = d.id.read_direct_chunk((0, 0))
+            assert adz.hdf5.describe_chunk(raw) == [want], dtype
+            opts = d.id.get_create_plist().get_filter_by_id(adz.hdf5.FILTER_ID)[1]
+            # version, static, zstd, level 3, -, -, auto; then element size, class, chunk bytes
+            assert opts[:4] == (1, 0, 3, 3)
+            assert opts[7] == np.dtype(dtype).itemsize
+            assert opts[9] == CHUNKS[0] * CHUNKS[1] * np.dtype(dtype).itemsize
+            stored = sum(d.id.get_chunk_info(i).size for i in range(d.id.get_num_chunks()))
+        if dtype != "uint8":
+            assert stored < arr.nbytes * 0.8, (dtype, stored, arr.nbytes)
+    with h5py.File(tmp_path / "none.h5", "w") as f:
+        f.create_dataset("x", data=data("float32"), chunks=CHUNKS,
+                         **adz.hdf5.Adz(codec="zstd:3", filters="none"))
+        assert adz.hdf5.describe_chunk(f["x"].id.read_direct_chunk((0, 0))[1]) == ["zstd:3"]
+
+
+def test_adaptive_controller_learns_across_datasets(tmp_path):
+    path = tmp_path / "a.h5"
+    with h5py.File(path, "w") as f:
+        for k in range(3):
+            f.create_dataset(f"x{k}", data=data("float64", seed=k), chunks=(100, 37),
+                             **adz.hdf5.Adz(strategy="throughput", link="1GbE"))
+    status = adz.hdf5.controller_status()
+    s1 = [c for c in status if c["status"].startswith("throughput")]
+    assert len(s1) == 1, status
+    # One controller for the three datasets: it decided every chunk of them (30 chunks, more
+    # with earlier tests in this process), not 10 each.
+    assert s1[0]["chunks"] >= 30, s1
+    with h5py.File(path) as f:
+        for k in range(3):
+            np.testing.assert_array_equal(f[f"x{k}"][...], data("float64", seed=k))
+
+
+def flip_byte_in_chunk(path, index, where=0.5):
+    with h5py.File(path) as f:
+        info = f["x"].id.get_chunk_info(index)
+    pos = info.byte_offset + int(info.size * where)
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        b = fh.read(1)
+        fh.seek(pos)
+        fh.write(bytes([b[0] ^ 0x04]))
+    return info
+
+
+@pytest.mark.parametrize("where", [0.01, 0.5, 0.99])  # frame header, payload, payload end
+@pytest.mark.parametrize("mode", [{"codec": "zstd:3"}, {"strategy": "throughput"}],
+                         ids=["static", "adaptive"])
+def test_damaged_chunk_raises_and_others_read(tmp_path, where, mode):
+    arr = data("float32")
+    path = tmp_path / "x.h5"
+    write(path, arr, **mode)
+    with h5py.File(path) as f:
+        offsets = [f["x"].id.get_chunk_info(i).chunk_offset
+                   for i in range(f["x"].id.get_num_chunks())]
+    bad = flip_byte_in_chunk(path, 5, where)
+    with h5py.File(path) as f:
+        d = f["x"]
+        with pytest.raises(OSError):
+            d[...]
+        r0, c0 = bad.chunk_offset
+        with pytest.raises(OSError):
+            d[r0:r0 + 1, c0:c0 + 1]
+        for off in offsets:
+            if off == bad.chunk_offset:
+                continue
+            r, c = off
+            sl = (slice(r, r + CHUNKS[0]), slice(c, c + CHUNKS[1]))
+            np.testing.assert_array_equal(d[sl], arr[sl])
+
+
+def test_truncated_chunk_raises(tmp_path):
+    """A chunk cut short (stored size reduced through write_direct_chunk) fails to read."""
+    arr = data("int16")
+    path = tmp_path / "x.h5"
+    write(path, arr, codec="zstd:3")
+    with h5py.File(path, "r+") as f:
+        d = f["x"]
+        mask, raw = d.id.read_direct_chunk((300, 16))
+        d.id.write_direct_chunk((300, 16), raw[:-3], mask)
+    with h5py.File(path) as f:
+        with pytest.raises(OSError):
+            f["x"][300:600, 16:32]
+        np.testing.assert_array_equal(f["x"][:300], arr[:300])
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(adz.ConfigError):
+        adz.hdf5.Adz(codec="gzip:9")
+    with pytest.raises(adz.ConfigError):
+        adz.hdf5.Adz(strategy="fastest")
+    with pytest.raises(adz.ConfigError, match="rate"):
+        adz.hdf5.Adz(strategy="throughput", link="auto")
+    with pytest.raises(adz.ConfigError):
+        adz.hdf5.Adz(codec="zstd:3", filters="bitshuffle")
+    with pytest.raises(ValueError):
+        adz.hdf5.Adz(codec="zstd:3", strategy="throughput")
+
+
+def test_unknown_cd_values_version_fails_the_write(tmp_path):
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        with pytest.raises((OSError, ValueError)):
+            f.create_dataset("x", data=data("float32"), chunks=CHUNKS,
+                             compression=adz.hdf5.FILTER_ID, compression_opts=(2, 0, 3, 3))
+
+
+def test_default_is_static_zstd3():
+    kw = adz.hdf5.Adz()
+    assert kw == {"compression": 429, "compression_opts": (1, 0, 3, 3, 0, 0, 0)}
+    assert adz.hdf5.Adz(strategy="s1", link="1GbE")["compression_opts"] == \
+        (1, 1, 0, 0, 117000, 0, 0)
+
+
+def test_xarray_h5netcdf_round_trip(tmp_path):
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    ds = xr.Dataset(
+        {"t": (("time", "y", "x"), data("float32", (10, 50, 40))),
+         "q": (("time", "y", "x"), data("int16", (10, 50, 40), seed=3))},
+        coords={"time": np.arange(10), "y": np.arange(50.0), "x": np.arange(40.0)},
+    )
+    path = tmp_path / "ds.nc"
+    enc = {v: {**adz.hdf5.Adz(strategy="throughput", link="1GbE"), "chunksizes": (2, 50, 40)}
+           for v in ("t", "q")}
+    ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    with h5py.File(path) as f:
+        assert str(adz.hdf5.FILTER_ID) in f["t"]._filters
+    back = xr.open_dataset(path, engine="h5netcdf")
+    xr.testing.assert_identical(back.load(), ds)
+    back.close()
+
+
+def test_import_is_what_registers_the_filter(tmp_path):
+    """In a fresh interpreter h5py alone cannot read an adz dataset; after `import adz.hdf5`
+    it can, with nothing else set up."""
+    import subprocess
+    import sys
+
+    arr = data("float64")
+    path = tmp_path / "x.h5"
+    write(path, arr, codec="zstd:3")
+    read = ("import sys, h5py, numpy as np\n"
+            "{imp}\n"
+            "with h5py.File(sys.argv[1]) as f:\n"
+            "    print(float(f['x'][...].sum()))\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "HDF5_PLUGIN_PATH"}
+    bare = subprocess.run([sys.executable, "-c", read.format(imp=""), str(path)],
+                          capture_output=True, text=True, env=env)
+    assert bare.returncode != 0
+    ok = subprocess.run([sys.executable, "-c", read.format(imp="import adz.hdf5"), str(path)],
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert float(ok.stdout) == float(arr.sum())
+
+
+def test_adaptive_codec_follows_the_link_rate(tmp_path):
+    """S1 spends effort where the link is slow and none where it is far faster than any
+    codec: the chunks' frames say which codec each got."""
+    rng = np.random.default_rng(0)
+    arr = np.cumsum(rng.integers(-2, 3, size=2_000_000)) * 0.25
+    codecs = {}
+    for link in ["5MB/s", "100GB/s"]:
+        path = tmp_path / "x.h5"
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset("x", data=arr, chunks=(65536,),
+                                 **adz.hdf5.Adz(strategy="throughput", link=link))
+            codecs[link] = [adz.hdf5.describe_chunk(d.id.read_direct_chunk((i * 65536,))[1])[0]
+                            for i in range(d.id.get_num_chunks())]
+        with h5py.File(path) as f:
+            np.testing.assert_array_equal(f["x"][...], arr)
+    slow = codecs["5MB/s"][-10:]
+    assert all(c.startswith(("zstd:", "xz:")) and "shuffle:8" in c for c in slow), slow
+    assert all(int(c.split()[0].split(":")[1]) >= 3 for c in slow if c.startswith("zstd")), slow
+    fast = codecs["100GB/s"]
+    assert sum(c.startswith("none") for c in fast) >= len(fast) - 2, fast
