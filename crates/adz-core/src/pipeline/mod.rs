@@ -21,10 +21,10 @@
 //! (`docs/decisions/0014-buffers-during-a-mix.md`). Memory stays bounded by
 //! `buffers + MIX_BUFFERS` per pool.
 //!
-//! The rooms: `options` and `writer` (the application's side), `start` (the
-//! predicted start), `handle` (of an asynchronous write), `worker`, `sequencer`, `trace` (an observer of the written frames, off
-//! the sequencer's path) and `shared` (what the threads share); the pools are in
-//! `crate::pool`, which the predictor's write model uses too.
+//! The rooms: `options` and `writer` (the application's side), `handle` (of an asynchronous
+//! write), `start` (the predicted start), `worker`, `sequencer`, `trace` (an observer of the
+//! written frames, off the sequencer's path) and `shared` (what the threads share); the pools
+//! are in `crate::pool`, which the predictor's write model uses too.
 
 mod handle;
 mod options;

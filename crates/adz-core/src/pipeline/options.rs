@@ -26,7 +26,7 @@ pub struct WriteOptions {
     pub buffers: usize,
     /// Hints for the whole file (`write-once`, `hot`, `dtype=...`).
     pub hints: Vec<Hint>,
-    /// Where to write one JSON line per block (see [`TraceRecord`]).
+    /// Where to write one JSON line per block (see [`TraceRecord`](crate::TraceRecord)).
     pub trace: Option<TraceSink>,
     /// Predict the controller's start rung from a sample before the first block is
     /// compressed (adaptive strategies only; see [`crate::predict`]). Default `Auto`.
@@ -64,7 +64,7 @@ impl WriteOptions {
     }
 
     /// The most memory the writer's buffers take, in bytes: two pools (raw blocks and
-    /// frames) of `buffers` (+ [`MIX_BUFFERS`] during a mix) buffers, each a block (a frame
+    /// frames) of `buffers` (+ `MIX_BUFFERS`, 4, during a mix) buffers, each a block (a frame
     /// buffer a little more: a frame's header, and what a codec may write past the block
     /// before it is stored raw). Codec state (per thread) comes on top.
     pub fn buffer_memory(&self) -> u64 {
