@@ -23,12 +23,14 @@ mod frame_codec;
 pub mod info;
 pub mod open;
 pub mod pipeline;
+mod pool;
 pub mod predict;
 pub mod reader;
 pub mod recover;
 pub mod scan;
 mod shadow;
 pub mod stream;
+mod summary;
 
 pub use error::{Error, PipelineError, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};

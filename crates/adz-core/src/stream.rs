@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use adz_format::{CodecSpec, FileHeader, Filters, TrailerBuilder};
 use serde::Serialize;
 
-use crate::pipeline::WriteSummary;
 use crate::scan::FrameScanner;
+use crate::summary::WriteSummary;
 use crate::{Error, FrameDecoder, FrameEncoder, Result};
 
 /// The default block size: 1 MiB.

@@ -251,7 +251,7 @@ impl WriteModel {
         }
         // The pipeline's frame buffers, in steps (a step may be several blocks).
         let block = self.block_size.clamp(1, self.bytes) as f64;
-        let depth = (crate::pipeline::default_buffers(n) as f64 * block / step).round() as usize;
+        let depth = (crate::pool::default_buffers(n) as f64 * block / step).round() as usize;
         let mut schedule = Schedule::new(n, depth);
         for i in 0..count {
             let (s, f) = p.on(layout.steps[i * layout.steps.len() / count]);
