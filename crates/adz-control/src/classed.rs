@@ -63,6 +63,12 @@ const BACKLOG_SHARE: f64 = 0.25;
 /// Weight of one run in a class's mean run length.
 const RUN_WEIGHT: f64 = 0.25;
 
+/// The controller a writer drives for `cfg`: one per data class, behind the [`Control`]
+/// trait, so that a pipeline names no concrete controller.
+pub fn new_control(cfg: ControllerConfig) -> Box<dyn Control + Send> {
+    Box::new(ClassedController::new(cfg))
+}
+
 impl ClassedController {
     /// A controller for every class, all configured by `cfg`.
     pub fn new(cfg: ControllerConfig) -> ClassedController {

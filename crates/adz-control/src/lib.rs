@@ -120,7 +120,7 @@ mod timeline;
 
 pub use adz_format::{CodecSpec, FilterSpec, Filters};
 
-pub use crate::classed::{ClassedController, MAX_CLASSES};
+pub use crate::classed::{new_control, ClassedController, MAX_CLASSES};
 pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use adz_control::{Mode, Status};
 use crossbeam::channel::{bounded, Receiver, Sender};
 
 /// Buffers in each pool when `WriteOptions::buffers` is 0: 2 x threads + 2 (the thesis'
@@ -17,9 +16,6 @@ pub(crate) fn default_buffers(threads: usize) -> usize {
 /// minority of compressed ones, for the raw frames finished behind a slow compressed one
 /// (`docs/decisions/0014-buffers-during-a-mix.md`).
 pub(crate) const MIX_BUFFERS: usize = 4;
-
-/// The largest compressed share of a mix that gets [`MIX_BUFFERS`].
-const MIX_BUFFERS_SHARE: f64 = 0.5;
 
 /// Frames written outside a mix before the sequencer takes [`MIX_BUFFERS`] back: a mix that
 /// pauses for a probe or a short run of raw blocks keeps them.
@@ -87,15 +83,8 @@ impl MixBuffers {
         MixBuffers { enabled, added: false, quiet: 0 }
     }
 
-    /// Does the controller mix raw blocks with a minority of compressed ones? Not while it
-    /// probes, nor in a "mix" that sends everything raw, nor when most blocks compress: the
-    /// frames behind are then as slow, and more buffers only slow the codec (decision 0014).
-    pub(crate) fn compresses_in_mix(status: &Status) -> bool {
-        matches!(status.mode, Mode::Mix { compress_fraction }
-            if compress_fraction > 0.0 && compress_fraction <= MIX_BUFFERS_SHARE)
-    }
-
-    /// After each frame written: `mixing` from the status of that frame's data class.
+    /// After each frame written: `mixing` is whether the controller of that frame's data class
+    /// mixes raw blocks with a minority of compressed ones (`Control::compresses_in_mix_of`).
     pub(crate) fn update(&mut self, pools: [&Pool; 2], mixing: bool) {
         if !self.enabled {
             return;
@@ -119,7 +108,6 @@ impl MixBuffers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use adz_control::Strategy;
 
     /// Take every buffer the pool holds now (without waiting).
     fn drain(p: &Pool) -> Vec<Vec<u8>> {
@@ -201,29 +189,5 @@ mod tests {
         let mut off = MixBuffers::new(false);
         off.update([&raw, &frames], true);
         assert_eq!(count(&raw), 6, "a given number of buffers stays");
-    }
-
-    #[test]
-    fn only_a_mix_that_sends_most_blocks_raw_gets_the_buffers() {
-        let status = |mode| Status {
-            strategy: Strategy::Throughput,
-            rung: adz_control::CodecSpec::NONE,
-            mode,
-            target: None,
-            speed: None,
-            ratio: None,
-            link: None,
-            cpu_share: None,
-            blocks: 0,
-            shadows: 0,
-            shadow_share: 0.0,
-        };
-        let mix = |p| MixBuffers::compresses_in_mix(&status(Mode::Mix { compress_fraction: p }));
-        assert!(mix(0.1) && mix(0.4) && mix(MIX_BUFFERS_SHARE));
-        assert!(!mix(0.0), "everything raw: nothing holds a raw frame up");
-        assert!(!mix(0.8), "mostly compressed: the frames behind are as slow");
-        for mode in [Mode::Probe, Mode::Adapt, Mode::Start, Mode::Fixed] {
-            assert!(!MixBuffers::compresses_in_mix(&status(mode)), "{mode:?}");
-        }
     }
 }

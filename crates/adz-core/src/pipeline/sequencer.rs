@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use adz_control::{Control, SinkMeasurement, Status};
+use adz_control::{SinkMeasurement, Status};
 use adz_format::{FileHeader, TrailerBuilder};
 use adz_store::Upload;
 use crossbeam::channel::Receiver;
@@ -149,13 +149,13 @@ impl Sequencer<'_> {
             waited,
             cpu,
         };
-        let status = {
+        let (status, mixing) = {
             let mut dsp = lock(&self.shared.dispatch);
             dsp.controller.record_sink(&sink);
-            dsp.controller.status_of(d.class)
+            (dsp.controller.status_of(d.class), dsp.controller.compresses_in_mix_of(d.class))
         };
         let pools = [&self.shared.raw, &self.shared.frames];
-        self.mix_buffers.update(pools, MixBuffers::compresses_in_mix(&status));
+        self.mix_buffers.update(pools, mixing);
         if let Some(o) = &mut self.observer {
             o.block(&record(&d, &status, &sink, self.started.elapsed()));
         }

@@ -7,19 +7,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use adz_control::{classify, BlockMeasurement, ClassedController, ControllerConfig, Hint};
+use adz_control::{classify, BlockMeasurement, Control, ControllerConfig, Hint};
 use adz_format::FrameHeader;
 use crossbeam::channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, PipelineError, Result};
 use crate::pool::Pool;
 
-/// The controller the pipeline talks to: its type is named here only.
-pub(crate) type PipelineControl = ClassedController;
+/// The controller the pipeline talks to, only through the [`Control`] trait.
+pub(crate) type PipelineControl = Box<dyn Control + Send>;
 
-/// A controller for `config`.
+/// A controller for `config` (one per data class: [`adz_control::new_control`]).
 pub(super) fn new_control(config: ControllerConfig) -> PipelineControl {
-    ClassedController::new(config)
+    adz_control::new_control(config)
 }
 
 /// The data of one block: a raw buffer of the pool, or a slice of an asynchronous write.

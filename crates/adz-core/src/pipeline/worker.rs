@@ -5,9 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use adz_control::{
-    BlockContext, BlockMeasurement, CodecSpec, Control, Decision, ShadowMeasurement,
-};
+use adz_control::{BlockContext, BlockMeasurement, CodecSpec, Decision, ShadowMeasurement};
 use crossbeam::channel::Sender;
 
 use super::shared::{add_cpu, lock, BlockData, Done, Job, Shared};

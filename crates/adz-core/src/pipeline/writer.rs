@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use adz_control::{Control, ControllerConfig, Hint, Status, Strategy};
+use adz_control::{ControllerConfig, Hint, Status, Strategy};
 use adz_format::FileHeader;
 use adz_store::{Storage, Upload};
 use crossbeam::channel::{unbounded, Sender};
