@@ -62,7 +62,7 @@ pub enum RecompressError {
         offset: u64,
         /// What is wrong.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// A re-encoded frame did not decode to the frame's raw data (a codec bug): nothing was
     /// replaced.
@@ -78,7 +78,7 @@ pub enum RecompressError {
         codec: CodecSpec,
         /// What the check found.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// The source could not be read, or is not a complete adz file.
     #[error("{name}: reading it")]
@@ -87,7 +87,7 @@ pub enum RecompressError {
         name: String,
         /// Why.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// The new file could not be written or committed.
     #[error("{name}: writing its recompressed version")]
@@ -141,6 +141,9 @@ pub struct RecompressReport {
     pub recoded: u64,
     /// Frames copied as they were (at or past the target, incompressible, or not improved).
     pub copied: u64,
+    /// Frames decoded to be re-encoded (kept or not); the others were copied without being
+    /// decoded.
+    pub decoded: u64,
     /// Raw bytes of the file.
     pub raw_bytes: u64,
     /// File size before.
@@ -246,6 +249,7 @@ struct Done {
     /// Header and payload.
     bytes: Vec<u8>,
     recoded: bool,
+    decoded: bool,
 }
 
 enum Msg {
@@ -279,13 +283,13 @@ impl Worker {
             name: name.to_owned(),
             frame: seq,
             offset,
-            source,
+            source: Box::new(source),
         };
         let copy = |payload: Vec<u8>| {
             let mut bytes = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
             bytes.extend_from_slice(&h.encode());
             bytes.extend_from_slice(&payload);
-            Done { seq, header: h, bytes, recoded: false }
+            Done { seq, header: h, bytes, recoded: false, decoded: false }
         };
         if frame_done(&IndexEntry::from_frame(&h, offset), opts.target) {
             h.check_payload(&payload, seq, offset).map_err(|e| damaged(e.into()))?;
@@ -300,18 +304,15 @@ impl Worker {
             .encode(&self.raw, h.raw_offset, opts.target, filters, 1.0, &mut out)
             .map_err(damaged)?;
         let limit = (f64::from(h.stored_len) * opts.keep_ratio) as u64;
-        if new.stored_raw() || u64::from(new.stored_len) >= u64::from(h.stored_len) {
-            return Ok(copy(payload));
-        }
-        if u64::from(new.stored_len) > limit {
-            return Ok(copy(payload));
+        if new.stored_raw() || u64::from(new.stored_len) >= u64::from(h.stored_len).min(limit + 1) {
+            return Ok(Done { decoded: true, ..copy(payload) });
         }
         // Verify before use: the new payload must decode to the bytes of the old raw checksum.
         let verify = |e: Error| RecompressError::Verify {
             name: name.to_owned(),
             frame: seq,
             codec: opts.target,
-            source: e,
+            source: Box::new(e),
         };
         if new.raw_checksum != h.raw_checksum || new.raw_offset != h.raw_offset {
             return Err(verify(Error::Config("the new frame's header does not match".into())));
@@ -320,7 +321,7 @@ impl Worker {
         self.dec
             .decode(&new, &out[FRAME_HEADER_LEN..], seq, offset, &mut self.check)
             .map_err(verify)?;
-        Ok(Done { seq, header: new, bytes: out, recoded: true })
+        Ok(Done { seq, header: new, bytes: out, recoded: true, decoded: true })
     }
 }
 
@@ -339,7 +340,8 @@ pub fn recompress(
 ) -> Result<RecompressReport, RecompressError> {
     let threads = check(opts)?;
     let started = Instant::now();
-    let read_err = |source: Error| RecompressError::Read { name: name.to_owned(), source };
+    let read_err =
+        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
     let reader =
         Reader::open(Arc::clone(store), name, ReaderOptions::default()).map_err(read_err)?;
     let entries = reader.index().entries();
@@ -363,10 +365,11 @@ pub fn recompress(
     let write_err = |source| RecompressError::Write { name: name.to_owned(), source };
     let mut upload = store.create(name).map_err(write_err)?;
     match rewrite(src, &mut *upload, threads, opts, name, progress) {
-        Ok((recoded, frames, cpu, written)) => {
+        Ok(((recoded, decoded), frames, cpu, written)) => {
             let after = upload.commit().map_err(write_err)?;
             debug_assert_eq!(after, written);
             report.recoded = recoded;
+            report.decoded = decoded;
             report.copied = frames - recoded;
             report.bytes_after = after;
             report.cpu_seconds = cpu;
@@ -391,8 +394,9 @@ fn rewrite(
     opts: &RecompressOptions,
     name: &str,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<(u64, u64, f64, u64), RecompressError> {
-    let read_err = |source: Error| RecompressError::Read { name: name.to_owned(), source };
+) -> Result<((u64, u64), u64, f64, u64), RecompressError> {
+    let read_err =
+        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
     let write_err = |source| RecompressError::Write { name: name.to_owned(), source };
     let mut scanner = crate::FrameScanner::new(BufReader::with_capacity(1 << 20, src));
     let file_header = scanner.file_header().map_err(read_err)?;
@@ -413,10 +417,13 @@ fn rewrite(
         s.spawn(move |_| {
             let send_fail = |tx: &Sender<Msg>, e: Error, offset: u64| {
                 let failed = match e.frame() {
-                    Some(frame) => {
-                        RecompressError::Damaged { name: name.to_owned(), frame, offset, source: e }
-                    }
-                    None => RecompressError::Read { name: name.to_owned(), source: e },
+                    Some(frame) => RecompressError::Damaged {
+                        name: name.to_owned(),
+                        frame,
+                        offset,
+                        source: Box::new(e),
+                    },
+                    None => RecompressError::Read { name: name.to_owned(), source: Box::new(e) },
                 };
                 let _ = tx.send(Msg::Failed(failed));
             };
@@ -494,22 +501,22 @@ fn rewrite(
     Ok((recoded, frames, cpu, written))
 }
 
-/// Write frames as they come back, in order, then the trailer. Returns (re-encoded, frames,
-/// bytes written).
+/// Write frames as they come back, in order, then the trailer. Returns ((re-encoded,
+/// decoded), frames, bytes written).
 fn write_in_order(
     rx: &crossbeam::channel::Receiver<Msg>,
     credits: &Sender<()>,
     upload: &mut dyn Upload,
     file_header: FileHeader,
     write_err: impl Fn(adz_store::Error) -> RecompressError,
-) -> Result<(u64, u64, u64), RecompressError> {
+) -> Result<((u64, u64), u64, u64), RecompressError> {
     let header = FileHeader::new(file_header.block_size)
         .map_err(|e| RecompressError::Config(e.to_string()))?;
     upload.append(&header.encode()).map_err(&write_err)?;
     let mut offset = FILE_HEADER_LEN as u64;
     let mut trailer = TrailerBuilder::new();
     let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
-    let (mut next, mut recoded) = (0u64, 0u64);
+    let (mut next, mut recoded, mut decoded) = (0u64, 0u64, 0u64);
     let mut end = None;
     for msg in rx {
         match msg {
@@ -522,6 +529,7 @@ fn write_in_order(
                     trailer.push(&d.header, offset);
                     offset += d.bytes.len() as u64;
                     recoded += u64::from(d.recoded);
+                    decoded += u64::from(d.decoded);
                     next += 1;
                     let _ = credits.send(());
                 }
@@ -541,7 +549,7 @@ fn write_in_order(
     }
     let tail = trailer.encode(offset);
     upload.append(&tail).map_err(&write_err)?;
-    Ok((recoded, next, offset + tail.len() as u64))
+    Ok(((recoded, decoded), next, offset + tail.len() as u64))
 }
 
 /// Estimate what [`recompress`] would do, from a sample of the frames it would re-encode
@@ -556,7 +564,8 @@ pub fn estimate(
 ) -> Result<RecompressReport, RecompressError> {
     check(opts)?;
     let started = Instant::now();
-    let read_err = |source: Error| RecompressError::Read { name: name.to_owned(), source };
+    let read_err =
+        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
     let reader =
         Reader::open(Arc::clone(store), name, ReaderOptions::default()).map_err(read_err)?;
     let entries = reader.index().entries();
@@ -611,6 +620,7 @@ pub fn estimate(
     let new_stored = todo_stored as f64 * s_new as f64 / s_old.max(1) as f64;
     report.bytes_after = report.bytes_before - todo_stored + new_stored.round() as u64;
     report.recoded = (todo.len() as f64 * s_kept as f64 / n_sampled).round() as u64;
+    report.decoded = todo.len() as u64;
     report.copied = report.frames - report.recoded;
     report.cpu_seconds = cpu * scale;
     report.skipped = false;

@@ -111,6 +111,7 @@ fn dense_and_incompressible_frames_are_copied_byte_for_byte() {
         assert_eq!(after[i].0.codec().unwrap().to_string(), "zstd:19", "frame {i}");
     }
     assert_eq!((r.recoded, r.copied, r.frames), (2, 3, 5));
+    assert_eq!(r.decoded, 2, "only the frames below the target are decoded");
 }
 
 #[test]
