@@ -1,11 +1,13 @@
 //! `adz`: adaptive compression on the storage I/O path. This binary is glue: flags, files and
 //! messages. The work is done by the adz library crates.
 
+mod analyze;
 mod cost;
 mod io;
 mod predict;
 mod progress;
 mod read;
+mod recompress;
 mod remote;
 mod sizing;
 
@@ -100,6 +102,12 @@ enum Command {
     /// What compression costs and saves in money and time (thesis 3.4, 3.5).
     #[command(after_help = cost::AFTER_HELP)]
     Cost(cost::CostArgs),
+    /// Re-encode written adz files more densely, replacing each only once verified.
+    #[command(after_help = recompress::AFTER_HELP)]
+    Recompress(recompress::RecompressArgs),
+    /// Compressibility, zero blocks and deduplication of data, from a sample.
+    #[command(after_help = analyze::AFTER_HELP)]
+    Analyze(analyze::AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -276,6 +284,8 @@ fn main() -> ExitCode {
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
         Command::Cost(a) => cost::run(a),
+        Command::Recompress(a) => recompress::run(a),
+        Command::Analyze(a) => analyze::run(a),
     };
     match result {
         Ok(code) => code,
@@ -316,7 +326,9 @@ impl StdoutUse {
             | Command::Inspect(_)
             | Command::Ls(_)
             | Command::Predict(_)
-            | Command::Cost(_) => (true, true),
+            | Command::Cost(_)
+            | Command::Recompress(_)
+            | Command::Analyze(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
     }
