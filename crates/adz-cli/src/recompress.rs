@@ -47,7 +47,7 @@ pub struct RecompressArgs {
     #[arg(long)]
     dry_run: bool,
     /// Raw bytes per file a dry run re-encodes.
-    #[arg(long, default_value = "16M", value_parser = crate::parse_bytes, value_name = "SIZE")]
+    #[arg(long, default_value = "4M", value_parser = crate::parse_bytes, value_name = "SIZE")]
     sample: u64,
     /// Threads (default: one per core).
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
