@@ -143,3 +143,31 @@ fn analyze_counts_duplicates_and_zeros() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("zero 4K blocks:   66.7 %") && text.contains("cdc"), "{text}");
 }
+
+#[test]
+fn killed_mid_file_the_old_file_is_intact_and_a_rerun_finishes() {
+    let dir = Dir::new();
+    let data = generate(Kind::Text, 6 << 20, 6);
+    let f = compress(&dir, "k.adz", &data, "lz4");
+    let old = std::fs::read(&f).unwrap();
+    let mut child =
+        adz().args(["recompress", "-q", "-T", "1", "--to", "xz:9", &f]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    // Old or new, complete either way; here almost surely the old one.
+    let now = std::fs::read(&f).unwrap();
+    if now != old {
+        ok(&run(&["verify", "-q", &f]));
+    }
+    let d = run(&["decompress", &f, "-"]);
+    ok(&d);
+    assert!(d.stdout == data);
+    let r = json(&run(&["recompress", "--json", "--to", "xz:9", &dir.s("")]));
+    assert_eq!(r["files"].as_array().unwrap().len(), 1, "{r}");
+    assert!(std::fs::read(&f).unwrap().len() < old.len());
+    assert_eq!(dir.listing(), vec!["k.adz"], "the killed run's temporary is removed");
+    let d = run(&["decompress", &f, "-"]);
+    ok(&d);
+    assert!(d.stdout == data);
+}
