@@ -1,12 +1,14 @@
 //! `adz`: adaptive compression on the storage I/O path. This binary is glue: flags, files and
 //! messages. The work is done by the adz library crates.
 
+mod analyze;
 mod cost;
 mod generate;
 mod io;
 mod predict;
 mod progress;
 mod read;
+mod recompress;
 mod remote;
 mod sizing;
 
@@ -101,6 +103,12 @@ enum Command {
     /// What compression costs and saves in money and time (thesis 3.4, 3.5).
     #[command(after_help = cost::AFTER_HELP)]
     Cost(cost::CostArgs),
+    /// Re-encode written adz files more densely, replacing each only once verified.
+    #[command(after_help = recompress::AFTER_HELP)]
+    Recompress(recompress::RecompressArgs),
+    /// Compressibility, zero blocks and deduplication of data, from a sample.
+    #[command(after_help = analyze::AFTER_HELP)]
+    Analyze(analyze::AnalyzeArgs),
     /// Print the man page or shell completions (`make install` installs them).
     Generate(generate::GenerateArgs),
 }
@@ -279,6 +287,8 @@ fn main() -> ExitCode {
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
         Command::Cost(a) => cost::run(a),
+        Command::Recompress(a) => recompress::run(a),
+        Command::Analyze(a) => analyze::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
@@ -321,6 +331,8 @@ impl StdoutUse {
             | Command::Ls(_)
             | Command::Predict(_)
             | Command::Cost(_)
+            | Command::Recompress(_)
+            | Command::Analyze(_)
             | Command::Generate(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }

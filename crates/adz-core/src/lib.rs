@@ -17,6 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod analyze;
 pub mod cost;
 mod error;
 mod frame_codec;
@@ -26,6 +27,7 @@ pub mod pipeline;
 mod pool;
 pub mod predict;
 pub mod reader;
+pub mod recompress;
 pub mod recover;
 pub mod scan;
 mod shadow;
