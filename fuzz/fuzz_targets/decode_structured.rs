@@ -6,7 +6,7 @@
 use std::io::Cursor;
 
 use adz_core::format::{CodecId, CodecSpec, FilterSpec, Filters};
-use adz_core::{decode_stream, verify_stream, FileInfo, FrameWriter, WriterOptions};
+use adz_core::{decode_stream, verify_stream, FileInfo, FrameWriter, FrameWriterOptions};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 
@@ -48,11 +48,11 @@ fuzz_target!(|inp: Input| {
         }
         None => Filters::NONE,
     };
-    let opts = WriterOptions {
+    let opts = FrameWriterOptions {
         block_size: u32::from(inp.block_size.max(1)),
         codec,
         filters,
-        ..WriterOptions::default()
+        ..FrameWriterOptions::default()
     };
     let mut data = Vec::new();
     for _ in 0..=inp.repeat % 8 {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use adz_core::format::{CodecId, CodecSpec};
 use adz_core::store::{MemoryStorage, Storage};
-use adz_core::{decode_stream, recover_stream, FrameWriter, Reader, ReaderOptions, WriterOptions};
+use adz_core::{
+    decode_stream, recover_stream, FrameWriter, FrameWriterOptions, Reader, ReaderOptions,
+};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 
@@ -37,10 +39,10 @@ fuzz_target!(|inp: Input| {
         None => {
             let id = CodecId::ALL[inp.codec as usize % CodecId::ALL.len()];
             let param = (*id.param_range().start()).max(1).min(*id.param_range().end());
-            let opts = WriterOptions {
+            let opts = FrameWriterOptions {
                 block_size: u32::from(inp.block_size.max(1)),
                 codec: CodecSpec::new(id, param).unwrap_or(CodecSpec::default_for(id)),
-                ..WriterOptions::default()
+                ..FrameWriterOptions::default()
             };
             let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
             w.write_data(&data).unwrap();

@@ -1,15 +1,44 @@
-//! The adz core: blocks to frames and back, and the writers and readers built on that.
+//! The adz core: an adaptive compressing [`Writer`] and a random-access [`Reader`] over any
+//! [`store::Storage`] (a local file system, memory, S3), and the frame codec both are built on.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use adz_core::control::{Link, Strategy};
+//! use adz_core::store::MemoryStorage;
+//! use adz_core::{Reader, ReaderOptions, WriteOptions, Writer};
+//!
+//! let store = Arc::new(MemoryStorage::new());
+//! let data = b"adaptive compression on the storage I/O path ".repeat(100_000);
+//! // S2 (keep-pace): the most ratio that still keeps up with the link, here a given 1GbE.
+//! let opts = WriteOptions {
+//!     strategy: Strategy::KeepPace,
+//!     link: Link::Fixed(117e6),
+//!     ..Default::default()
+//! };
+//! let mut w = Writer::create(&*store, "data.adz", opts)?;
+//! w.write(&data)?;
+//! let summary = w.finish()?;
+//! assert!(summary.ratio() > 5.0);
+//!
+//! // Read any range back: only the frames it needs are fetched and decoded.
+//! let r = Reader::open(store, "data.adz", ReaderOptions::default())?;
+//! assert_eq!(r.len(), data.len() as u64);
+//! assert_eq!(r.read_range(4_000_000, 16)?, &data[4_000_000..4_000_016]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Without a controller or threads, [`FrameWriter`] writes frames of one codec to any
+//! `io::Write`, and [`Decoder`] reads a stream forward:
 //!
 //! ```
 //! use std::io::Read;
-//! use adz_core::{Decoder, FrameWriter, WriterOptions};
+//! use adz_core::{Decoder, FrameWriter, FrameWriterOptions};
 //!
 //! let data = b"adaptive compression on the storage I/O path ".repeat(1000);
-//! let opts = WriterOptions { block_size: 4096, codec: "zstd:3".parse()?, ..Default::default() };
+//! let opts = FrameWriterOptions { block_size: 4096, codec: "zstd:3".parse()?, ..Default::default() };
 //! let mut w = FrameWriter::new(Vec::new(), opts)?;
 //! w.write_data(&data)?;
-//! let (file, summary) = w.finish()?;
-//! assert!(summary.ratio() > 5.0);
+//! let (file, _summary) = w.finish()?;
 //!
 //! let mut back = Vec::new();
 //! Decoder::new(&file[..]).read_to_end(&mut back)?;
@@ -45,8 +74,8 @@ pub use reader::{ReadStats, Reader, ReaderCursor, ReaderOptions};
 pub use recover::{recover, recover_sized, recover_stream, RecoverReport};
 pub use scan::{FrameScanner, ScannedFrame};
 pub use stream::{
-    decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter, VerifyReport,
-    WriterOptions, DEFAULT_BLOCK_SIZE,
+    decode_stream, verify_stream, DecodeStats, Decoder, FrameProblem, FrameWriter,
+    FrameWriterOptions, VerifyReport, DEFAULT_BLOCK_SIZE,
 };
 
 pub use adz_codec as codec;

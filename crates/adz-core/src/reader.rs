@@ -4,11 +4,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use adz_core::{FrameWriter, Reader, ReaderOptions, WriterOptions};
+//! use adz_core::{FrameWriter, Reader, ReaderOptions, FrameWriterOptions};
 //! use adz_core::store::{MemoryStorage, Storage};
 //!
 //! let data: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
-//! let opts = WriterOptions { block_size: 64 << 10, ..Default::default() };
+//! let opts = FrameWriterOptions { block_size: 64 << 10, ..Default::default() };
 //! let mut w = FrameWriter::new(Vec::new(), opts)?;
 //! w.write_data(&data)?;
 //! let store = MemoryStorage::new();

@@ -13,10 +13,10 @@
 //! use std::sync::Arc;
 //! use adz_core::recompress::{recompress, RecompressOptions};
 //! use adz_core::store::{MemoryStorage, Storage};
-//! use adz_core::{FrameWriter, WriterOptions};
+//! use adz_core::{FrameWriter, FrameWriterOptions};
 //!
 //! let data = b"a line of a log, 2026-11-27 10:35:11 INFO ok\n".repeat(40_000);
-//! let opts = WriterOptions { block_size: 256 << 10, codec: "lz4:1".parse()?, ..Default::default() };
+//! let opts = FrameWriterOptions { block_size: 256 << 10, codec: "lz4:1".parse()?, ..Default::default() };
 //! let mut w = FrameWriter::new(Vec::new(), opts)?;
 //! w.write_data(&data)?;
 //! let store: Arc<dyn Storage> = Arc::new(MemoryStorage::new());

@@ -2,11 +2,11 @@
 //! order, and write them as a valid file with a trailer (docs/FORMAT.md, "Recovery").
 //!
 //! ```
-//! use adz_core::{recover::recover, FrameWriter, WriterOptions};
+//! use adz_core::{recover::recover, FrameWriter, FrameWriterOptions};
 //! use adz_core::store::{MemoryStorage, Storage};
 //!
 //! let data = b"frames survive their writer. ".repeat(1000);
-//! let opts = WriterOptions { block_size: 4096, ..Default::default() };
+//! let opts = FrameWriterOptions { block_size: 4096, ..Default::default() };
 //! let mut w = FrameWriter::new(Vec::new(), opts)?;
 //! w.write_data(&data)?;
 //! let file = w.finish()?.0;

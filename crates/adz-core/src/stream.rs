@@ -16,7 +16,7 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 1 << 20;
 
 /// How a [`FrameWriter`] encodes blocks.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WriterOptions {
+pub struct FrameWriterOptions {
     /// Raw bytes per block.
     pub block_size: u32,
     /// Codec and level for every block.
@@ -27,9 +27,9 @@ pub struct WriterOptions {
     pub keep_ratio: f64,
 }
 
-impl Default for WriterOptions {
-    fn default() -> WriterOptions {
-        WriterOptions {
+impl Default for FrameWriterOptions {
+    fn default() -> FrameWriterOptions {
+        FrameWriterOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             codec: CodecSpec::default_for(adz_format::CodecId::Zstd),
             filters: Filters::NONE,
@@ -46,7 +46,7 @@ impl Default for WriterOptions {
 #[derive(Debug)]
 pub struct FrameWriter<W: Write> {
     sink: W,
-    opts: WriterOptions,
+    opts: FrameWriterOptions,
     pending: Vec<u8>,
     encoder: FrameEncoder,
     frame: Vec<u8>,
@@ -59,7 +59,7 @@ pub struct FrameWriter<W: Write> {
 
 impl<W: Write> FrameWriter<W> {
     /// Start a file: writes the file header to `sink`.
-    pub fn new(mut sink: W, opts: WriterOptions) -> Result<FrameWriter<W>> {
+    pub fn new(mut sink: W, opts: FrameWriterOptions) -> Result<FrameWriter<W>> {
         let header = FileHeader::new(opts.block_size)?;
         sink.write_all(&header.encode()).map_err(|e| Error::io("writing the file header", e))?;
         Ok(FrameWriter {

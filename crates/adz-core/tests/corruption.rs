@@ -3,14 +3,17 @@
 use std::io::Cursor;
 
 use adz_core::format::{xxh3, Error as FormatError, FRAME_HEADER_LEN};
-use adz_core::{decode_stream, verify_stream, Error, FileInfo, FrameWriter, WriterOptions};
+use adz_core::{decode_stream, verify_stream, Error, FileInfo, FrameWriter, FrameWriterOptions};
 use adz_datagen::{generate, Kind};
 
 fn small_file(codec: &str) -> (Vec<u8>, Vec<u8>) {
     let mut data = generate(Kind::Text, 3000, 5);
     data.extend(generate(Kind::Random, 500, 5));
-    let opts =
-        WriterOptions { block_size: 1024, codec: codec.parse().unwrap(), ..Default::default() };
+    let opts = FrameWriterOptions {
+        block_size: 1024,
+        codec: codec.parse().unwrap(),
+        ..Default::default()
+    };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(&data).unwrap();
     (w.finish().unwrap().0, data)

@@ -13,8 +13,8 @@ use adz_core::format::{
 };
 use adz_core::store::{self, MemoryStorage, ObjectMeta, Storage, Tail, Upload};
 use adz_core::{
-    recover, recover_sized, verify_stream, Error, FileInfo, FrameWriter, Reader, ReaderOptions,
-    WriterOptions,
+    recover, recover_sized, verify_stream, Error, FileInfo, FrameWriter, FrameWriterOptions,
+    Reader, ReaderOptions,
 };
 
 #[path = "shared/bomb.rs"]
@@ -183,7 +183,7 @@ fn an_index_of_zeros_fails_on_its_first_piece() {
 }
 
 fn file_of(data: &[u8], block: u32) -> Vec<u8> {
-    let opts = WriterOptions { block_size: block, ..Default::default() };
+    let opts = FrameWriterOptions { block_size: block, ..Default::default() };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(data).unwrap();
     w.finish().unwrap().0

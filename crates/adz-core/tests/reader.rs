@@ -8,7 +8,7 @@ use adz_core::control::Link;
 use adz_core::format::{xxh3, Error as FormatError, FOOTER_LEN, FRAME_HEADER_LEN};
 use adz_core::store::{MemoryStorage, Storage};
 use adz_core::{
-    Error, FrameWriter, ReadStats, Reader, ReaderOptions, WriteOptions, Writer, WriterOptions,
+    Error, FrameWriter, FrameWriterOptions, ReadStats, Reader, ReaderOptions, WriteOptions, Writer,
 };
 use adz_datagen::{generate, Kind};
 use proptest::prelude::*;
@@ -21,8 +21,11 @@ fn mixed(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn file_of(data: &[u8], block: u32, codec: &str) -> Vec<u8> {
-    let opts =
-        WriterOptions { block_size: block, codec: codec.parse().unwrap(), ..Default::default() };
+    let opts = FrameWriterOptions {
+        block_size: block,
+        codec: codec.parse().unwrap(),
+        ..Default::default()
+    };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(data).unwrap();
     w.finish().unwrap().0

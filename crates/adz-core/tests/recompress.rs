@@ -7,12 +7,15 @@ use std::sync::Arc;
 use adz_core::format::{Filters, FrameHeader, TrailerBuilder, FILE_HEADER_LEN, FRAME_HEADER_LEN};
 use adz_core::recompress::{self, RecompressError, RecompressOptions};
 use adz_core::store::{FaultPlan, Faulty, LocalStorage, MemoryStorage, Storage};
-use adz_core::{Decoder, FrameEncoder, FrameScanner, FrameWriter, WriterOptions};
+use adz_core::{Decoder, FrameEncoder, FrameScanner, FrameWriter, FrameWriterOptions};
 use adz_datagen::{generate, Kind};
 
 fn write(data: &[u8], codec: &str, block: u32) -> Vec<u8> {
-    let opts =
-        WriterOptions { block_size: block, codec: codec.parse().unwrap(), ..Default::default() };
+    let opts = FrameWriterOptions {
+        block_size: block,
+        codec: codec.parse().unwrap(),
+        ..Default::default()
+    };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(data).unwrap();
     w.finish().unwrap().0

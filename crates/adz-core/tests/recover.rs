@@ -7,16 +7,19 @@ use adz_core::control::Link;
 use adz_core::format::FRAME_HEADER_LEN;
 use adz_core::store::{FaultPlan, Faulty, MemoryStorage, Storage};
 use adz_core::{
-    decode_stream, recover, recover_stream, Error, FileInfo, FrameWriter, RecoverReport,
-    WriteOptions, Writer, WriterOptions,
+    decode_stream, recover, recover_stream, Error, FileInfo, FrameWriter, FrameWriterOptions,
+    RecoverReport, WriteOptions, Writer,
 };
 use adz_datagen::{generate, Kind};
 
 fn sample(block: u32) -> (Vec<u8>, Vec<u8>) {
     let mut data = generate(Kind::Text, 3000, 21);
     data.extend(generate(Kind::Random, 700, 21));
-    let opts =
-        WriterOptions { block_size: block, codec: "zstd:3".parse().unwrap(), ..Default::default() };
+    let opts = FrameWriterOptions {
+        block_size: block,
+        codec: "zstd:3".parse().unwrap(),
+        ..Default::default()
+    };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(&data).unwrap();
     (w.finish().unwrap().0, data)

@@ -4,7 +4,7 @@
 use std::io::{Cursor, Read};
 
 use adz_core::format::{CodecSpec, FilterSpec, Filters};
-use adz_core::{decode_stream, verify_stream, Decoder, FileInfo, FrameWriter, WriterOptions};
+use adz_core::{decode_stream, verify_stream, Decoder, FileInfo, FrameWriter, FrameWriterOptions};
 use adz_datagen::{generate, Kind};
 use proptest::prelude::*;
 
@@ -67,7 +67,7 @@ fn data(block: usize) -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
-fn write(data: &[u8], opts: WriterOptions) -> Vec<u8> {
+fn write(data: &[u8], opts: FrameWriterOptions) -> Vec<u8> {
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     // Write in uneven pieces to exercise the block cutter.
     for piece in data.chunks(opts.block_size as usize / 3 + 7) {
@@ -89,7 +89,7 @@ proptest! {
         codec in codecs(),
         filters in filters(),
     ) {
-        let opts = WriterOptions { block_size: block as u32, codec, filters, ..WriterOptions::default() };
+        let opts = FrameWriterOptions { block_size: block as u32, codec, filters, ..FrameWriterOptions::default() };
         let file = write(&data, opts);
 
         let mut out = Vec::new();
@@ -115,7 +115,7 @@ proptest! {
 
 #[test]
 fn compressible_data_shrinks_and_random_data_is_stored_raw() {
-    let opts = WriterOptions { block_size: 65536, ..WriterOptions::default() };
+    let opts = FrameWriterOptions { block_size: 65536, ..FrameWriterOptions::default() };
     let text = generate(Kind::Text, 1 << 20, 1);
     let file = write(&text, opts);
     assert!(file.len() * 3 < text.len(), "text should compress 3x with zstd:3: {}", file.len());
@@ -132,7 +132,7 @@ fn compressible_data_shrinks_and_random_data_is_stored_raw() {
 fn summary_counts_configurations() {
     let mut data = generate(Kind::Text, 200_000, 2);
     data.extend(generate(Kind::Random, 200_000, 2));
-    let opts = WriterOptions {
+    let opts = FrameWriterOptions {
         block_size: 100_000,
         codec: "lz4:1".parse().unwrap(),
         ..Default::default()

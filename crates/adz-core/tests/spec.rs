@@ -189,12 +189,12 @@ fn spec_example_matches_what_the_writer_lays_out() {
     // adz's writer with codec none and shuffle:2 keeps frame 0's shuffled bytes and stores
     // frame 1 raw: the document's layout, byte for byte up to frame 1.
     use adz_core::format::{FilterSpec, Filters};
-    use adz_core::{FrameWriter, WriterOptions};
-    let opts = WriterOptions {
+    use adz_core::{FrameWriter, FrameWriterOptions};
+    let opts = FrameWriterOptions {
         block_size: 8,
         codec: "none".parse().unwrap(),
         filters: Filters::new(&[FilterSpec::shuffle(2).unwrap()]).unwrap(),
-        ..WriterOptions::default()
+        ..FrameWriterOptions::default()
     };
     let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
     w.write_data(b"adz adz!!\n").unwrap();
