@@ -402,9 +402,7 @@ impl AsRef<[u8]> for Chunk {
 }
 
 fn throttle(link_bps: f64) -> Throttled<NullStorage> {
-    // As `adz compress --throttle`: a burst just large enough to absorb sleep jitter.
-    let burst = (link_bps * 0.0005).max(64.0 * 1024.0) as u64;
-    Throttled::new(NullStorage::new(), link_bps).burst(burst)
+    Throttled::simulated_link(NullStorage::new(), link_bps)
 }
 
 /// The application of the async workload: a solver and the sweeps per round.
