@@ -11,10 +11,13 @@
 
 use crate::model::LinkEstimator;
 
-/// A write counts as blocked when it took longer than its bytes at this speed, bytes/s: slower
-/// than a memory copy into a buffer with room. Links at least this fast never block
-/// measurably; their estimate stays the accept rate of the backlogged writes.
-pub(super) const BLOCKED_SPEED: f64 = 2e9;
+/// A write counts as blocked when it took longer than its bytes at this speed, bytes/s, and at
+/// least [`BLOCKED_MIN_SECS`]: slower than a copy into a buffer with room, which on a busy
+/// 2-core machine took up to 0.9 ms for 1 MiB into a pipe read by `pv`. Links this fast never
+/// block measurably; their estimate stays the accept rate of the backlogged writes.
+pub(super) const BLOCKED_SPEED: f64 = 1e9;
+/// See [`BLOCKED_SPEED`]: a small frame's write costs a system call or two, whatever its bytes.
+pub(super) const BLOCKED_MIN_SECS: f64 = 1e-3;
 
 /// The estimate is settled once its relative standard error is at most this (a 95 %
 /// interval of about ±5 %) ...
@@ -34,7 +37,7 @@ pub struct LinkEstimate {
     /// once the sink has blocked with the writer pressing; before that, the accept rate of the
     /// backlogged writes, which a buffer inflates.
     pub rate: f64,
-    /// The link is at least this fast, bytes/s (0: nothing drained against back-pressure yet).
+    /// The link is at least this fast, bytes/s (0: the sink has not blocked twice yet).
     pub low: f64,
     /// The link is at most this fast, bytes/s (infinite: nothing bounds it yet).
     pub high: f64,
@@ -101,10 +104,13 @@ pub(super) struct LinkMeter {
     accept: LinkEstimator,
     halflife: f64,
     open: Option<Open>,
-    /// Segments without a wait: each is `rate x seconds`.
+    /// Segments without a wait: each is `rate x seconds` while the link drains steadily.
     drain: Sums,
-    /// Segments with a wait: each at most `rate x seconds`.
-    idle: Sums,
+    /// Every segment: together they span the time since the first block without a gap, so
+    /// their ratio is at most the link, and the link itself unless it idled in a wait. A
+    /// reader that drains in bursts (`pv -L` takes 0.1 s of its rate at once, then sleeps)
+    /// makes the segments without a wait a biased choice; this sum is not.
+    all: Sums,
 }
 
 impl LinkMeter {
@@ -114,7 +120,7 @@ impl LinkMeter {
             halflife: halflife_bytes.max(1.0),
             open: None,
             drain: Sums::default(),
-            idle: Sums::default(),
+            all: Sums::default(),
         }
     }
 
@@ -130,50 +136,54 @@ impl LinkMeter {
             open.secs += busy + waited;
             open.waited |= !backlogged;
         }
-        if !(bytes > 0 && busy * BLOCKED_SPEED >= b) {
+        if !(bytes > 0 && busy * BLOCKED_SPEED >= b && busy >= BLOCKED_MIN_SECS) {
             return;
         }
         // Blocked: the buffer is full now. The writes since the last block drained through the
         // link in the time they took.
         if let Some(seg) = self.open.take().filter(|s| s.secs > 0.0) {
-            let sums = if seg.waited { &mut self.idle } else { &mut self.drain };
-            sums.add(seg.bytes, seg.secs, self.halflife);
+            if !seg.waited {
+                self.drain.add(seg.bytes, seg.secs, self.halflife);
+            }
+            self.all.add(seg.bytes, seg.secs, self.halflife);
         }
         self.open = Some(Open::default());
     }
 
     /// The link speed in use with `Link::Auto` (None before any write measured it).
     pub(super) fn get(&self) -> Option<f64> {
-        self.drain.rate().or_else(|| self.accept.get())
+        self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
+    }
+
+    /// The drain rate and the sums it comes from: the larger of the steady (segments without
+    /// a wait) and the contiguous (all segments) figures, each a lower bound of the link where
+    /// the other may fall short (None before two blocked writes).
+    fn drained_rate(&self) -> Option<(f64, &Sums)> {
+        match (self.drain.rate(), self.all.rate()) {
+            (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
+            (_, Some(a)) => Some((a, &self.all)),
+            (Some(d), None) => Some((d, &self.drain)),
+            (None, None) => None,
+        }
     }
 
     /// Whether the link speed in use is a drain rate (the sink has blocked under pressure),
     /// and the accept rate of the backlogged writes it replaced (None: none was measured).
     pub(super) fn drained(&self) -> (bool, Option<f64>) {
-        (self.drain.n > 0.0, self.accept.get())
+        (self.all.n > 0.0, self.accept.get())
     }
 
     /// The estimate with its bounds (None before any write measured the link).
     pub(super) fn estimate(&self) -> Option<LinkEstimate> {
-        let idle = self.idle.rate().unwrap_or(0.0);
-        match self.drain.rate() {
-            Some(rate) => {
-                let e = self.drain.rel_error(rate);
-                let settled = self.drain.n >= SETTLED_SEGMENTS && e <= SETTLED_ERROR;
-                let low = (rate * (1.0 - 2.0 * e)).max(idle.min(rate)).max(0.0);
-                let high = if e.is_finite() { rate * (1.0 + 2.0 * e) } else { f64::INFINITY };
-                Some(LinkEstimate { rate, low, high, settled })
-            }
-            None => {
-                let rate = self.accept.get()?;
-                Some(LinkEstimate {
-                    rate,
-                    low: idle.min(rate),
-                    high: f64::INFINITY,
-                    settled: false,
-                })
-            }
-        }
+        let Some((rate, sums)) = self.drained_rate() else {
+            let rate = self.accept.get()?;
+            return Some(LinkEstimate { rate, low: 0.0, high: f64::INFINITY, settled: false });
+        };
+        let e = sums.rel_error(rate);
+        let settled = sums.n >= SETTLED_SEGMENTS && e <= SETTLED_ERROR;
+        let low = (rate * (1.0 - 2.0 * e)).max(0.0);
+        let high = if e.is_finite() { rate * (1.0 + 2.0 * e) } else { f64::INFINITY };
+        Some(LinkEstimate { rate, low, high, settled })
     }
 }
 
@@ -230,7 +240,7 @@ mod tests {
     #[test]
     fn waits_shorter_than_the_buffer_still_measure_the_link() {
         // The writer pauses 5 ms before every 4th write: the 4 MiB buffer hides it, the link
-        // never idles, and the segments with a wait bound it from below.
+        // never idles.
         let m = chunked(4.0 * 1048576.0, 65536.0, 3e5, 600, (4, 5e-3));
         let e = m.estimate().unwrap();
         assert!((e.rate / L - 1.0).abs() < 0.02, "{e:?}");
