@@ -109,7 +109,8 @@ pub(super) struct LinkMeter {
     /// Every segment: together they span the time since the first block without a gap, so
     /// their ratio is at most the link, and the link itself unless it idled in a wait. A
     /// reader that drains in bursts (`pv -L` takes 0.1 s of its rate at once, then sleeps)
-    /// makes the segments without a wait a biased choice; this sum is not.
+    /// makes the segments without a wait a biased choice (those inside a burst); this sum is
+    /// not.
     all: Sums,
 }
 
@@ -155,14 +156,17 @@ impl LinkMeter {
         self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
     }
 
-    /// The drain rate and the sums it comes from: the larger of the steady (segments without
-    /// a wait) and the contiguous (all segments) figures, each a lower bound of the link where
-    /// the other may fall short (None before two blocked writes).
+    /// The drain rate and the sums it comes from: the steady figure (segments without a wait)
+    /// once it is settled, since it stays exact where the link idles in the writer's waits
+    /// (the throttle); else the contiguous one (all segments), which a reader that drains in
+    /// bursts does not bias (None before two blocked writes).
     fn drained_rate(&self) -> Option<(f64, &Sums)> {
-        match (self.drain.rate(), self.all.rate()) {
-            (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
-            (_, Some(a)) => Some((a, &self.all)),
-            (Some(d), None) => Some((d, &self.drain)),
+        let steady = self.drain.rate().filter(|&d| {
+            self.drain.n >= SETTLED_SEGMENTS && self.drain.rel_error(d) <= SETTLED_ERROR
+        });
+        match (steady, self.all.rate()) {
+            (Some(d), _) => Some((d, &self.drain)),
+            (None, Some(a)) => Some((a, &self.all)),
             (None, None) => None,
         }
     }
