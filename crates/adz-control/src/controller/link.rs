@@ -156,17 +156,18 @@ impl LinkMeter {
         self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
     }
 
-    /// The drain rate and the sums it comes from: the steady figure (segments without a wait)
-    /// once it is settled, since it stays exact where the link idles in the writer's waits
-    /// (the throttle); else the contiguous one (all segments), which a reader that drains in
-    /// bursts does not bias (None before two blocked writes).
+    /// The drain rate and the sums it comes from: the larger of the steady figure (segments
+    /// without a wait) and the contiguous one (all segments). Each is a lower bound where the
+    /// other falls short: the contiguous one where the link idles in the writer's waits (the
+    /// throttle, and any sink while compression sets the pace), the steady one where a reader
+    /// drains in bursts. Erring low would hold S1 where it is (at `L = N S / f` its rung looks
+    /// balanced) and keep the sink from ever pressing again; erring high makes S1 press the
+    /// sink, which measures it (None before two blocked writes).
     fn drained_rate(&self) -> Option<(f64, &Sums)> {
-        let steady = self.drain.rate().filter(|&d| {
-            self.drain.n >= SETTLED_SEGMENTS && self.drain.rel_error(d) <= SETTLED_ERROR
-        });
-        match (steady, self.all.rate()) {
-            (Some(d), _) => Some((d, &self.drain)),
-            (None, Some(a)) => Some((a, &self.all)),
+        match (self.drain.rate(), self.all.rate()) {
+            (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
+            (_, Some(a)) => Some((a, &self.all)),
+            (Some(d), None) => Some((d, &self.drain)),
             (None, None) => None,
         }
     }
