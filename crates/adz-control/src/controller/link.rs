@@ -5,9 +5,9 @@
 //! throttle's burst) that the link drains at its rate, also while the writer waits. A write
 //! that blocked ended with the buffer full. Between two writes that blocked, the bytes accepted
 //! are the bytes the link sent: exactly `rate x elapsed` when the writer never waited in between
-//! (the buffer never ran dry), at most that when it did (the link may have idled). The first
-//! kind measures the link; the second bounds it from below. Writes before the first block are
-//! the buffer filling and measure nothing but memory.
+//! (the buffer never ran dry), at most that when it did (the link may have idled). The rate is
+//! the larger of the two kinds' figures (the steady one and the contiguous one over all
+//! segments). Writes before the first block are the buffer filling and measure only memory.
 
 use crate::model::LinkEstimator;
 
@@ -34,8 +34,8 @@ pub(super) const MIN_ERROR: f64 = 0.002;
 #[non_exhaustive]
 pub struct LinkEstimate {
     /// The link speed in use with `Link::Auto`, bytes/s: the drain rate between blocked writes
-    /// once the sink has blocked with the writer pressing; before that, the accept rate of the
-    /// backlogged writes, which a buffer inflates.
+    /// once the sink has blocked twice; before that, the accept rate of the backlogged writes,
+    /// which a buffer inflates.
     pub rate: f64,
     /// The link is at least this fast, bytes/s (0: the sink has not blocked twice yet).
     pub low: f64,
