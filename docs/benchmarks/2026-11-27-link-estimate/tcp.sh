@@ -13,7 +13,7 @@ OLD=${OLD:-/dev/shm/adz-base}
 NEW=${NEW:-$ROOT/target/release/adz}
 NL=$ROOT/scripts/netlink.sh
 st=$(mktemp -d /tmp/link-nl.XXXXXX)
-trap '"$NL" stop "$st" >/dev/null 2>&1 || true; rm -rf "$st"' EXIT
+trap '"$NL" stop "$st/nl" >/dev/null 2>&1 || true; rm -rf "$st"' EXIT
 "$NL" start "$st/nl" --rate 1gbit --no-minio --sink discard >/dev/null
 echo "round,sink,binary,link,sink_seconds,sink_mbs,stored,link_reported"
 conn=0
