@@ -123,8 +123,8 @@ pub use adz_format::{CodecSpec, FilterSpec, Filters};
 pub use crate::classed::{new_control, ClassedController, MAX_CLASSES};
 pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
-    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, Mode, Reason,
-    ShadowMeasurement, SinkMeasurement, Status, INITIAL_LEVEL, SHADOW_BYTES,
+    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, LinkEstimate,
+    Mode, Reason, ShadowMeasurement, SinkMeasurement, Status, INITIAL_LEVEL, SHADOW_BYTES,
 };
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};

@@ -269,7 +269,16 @@ pub struct SimConfig {
     /// costs its worker the slice at both rungs, and the controller is told what they
     /// measured. False (the default): shadows are ignored, as by a pipeline without them.
     pub shadows: bool,
+    /// Bytes of buffer in front of the link (a pipe's 64 KiB, TCP's send and receive buffers,
+    /// the page cache): a write lands in it at [`SINK_MEMORY_SPEED`] while it has room, and the
+    /// link drains it at `link` bytes/s, also while the writer waits. 0 (the default): no
+    /// buffer, every write takes its bytes over `link`, like the throttle's sink.
+    pub sink_buffer: u64,
 }
+
+/// How fast a buffered sink ([`SimConfig::sink_buffer`]) takes bytes while it has room, bytes/s
+/// (a memory copy).
+pub const SINK_MEMORY_SPEED: f64 = 4e9;
 
 impl SimConfig {
     /// `threads` workers, a link of `link` bytes/s, 1 MiB blocks, 2 x threads buffers, raw
@@ -287,7 +296,15 @@ impl SimConfig {
             wall_noise: 1.0,
             cpu_times: true,
             shadows: false,
+            sink_buffer: 0,
         }
+    }
+
+    /// The same configuration with `bytes` of buffer in front of the link
+    /// ([`SimConfig::sink_buffer`]).
+    pub fn with_sink_buffer(mut self, bytes: u64) -> SimConfig {
+        self.sink_buffer = bytes;
+        self
     }
 
     /// The same configuration with jitter.
@@ -312,6 +329,8 @@ impl SimConfig {
         let mut blocks: Vec<SimBlock> = Vec::new();
         let mut raw_offset = 0u64;
         let mut seq = 0u64;
+        // Bytes in the sink's buffer when the last write ended.
+        let mut level = 0.0f64;
         for (si, seg) in segments.iter().enumerate() {
             for _ in 0..seg.blocks {
                 let k = blocks.len();
@@ -347,10 +366,18 @@ impl SimConfig {
                 let noise = self.noise_for(seq);
                 let secs = mean * noise.0;
                 let cpu = mean * noise.1;
-                let busy = (stored + FRAME_HEADER) as f64 / self.link;
                 // The worker is busy with the shadow too; the block's own times leave it out,
                 // as the pipeline's do.
                 let busy_worker = secs + shadow_secs * noise.0;
+                let frame = (stored + FRAME_HEADER) as f64;
+                let busy = if self.sink_buffer == 0 {
+                    frame / self.link
+                } else {
+                    let begin = (start + busy_worker).max(schedule.end());
+                    let (busy, after) = self.buffered_write(level, begin - schedule.end(), frame);
+                    level = after;
+                    busy
+                };
                 let Slot { finish, prev_end, write_end, .. } = schedule.finish(busy_worker, busy);
                 // The frame was ready before the link freed: the write starts at once.
                 let backlogged = k > 0 && finish <= prev_end;
@@ -383,7 +410,20 @@ impl SimConfig {
             }
         }
         deliver(ctl, &mut pending, f64::INFINITY);
-        SimReport { link: self.link, threads: self.threads, blocks }
+        let tail = level / self.link;
+        SimReport { link: self.link, threads: self.threads, blocks, tail }
+    }
+
+    /// A write of `frame` bytes into the sink's buffer, `gap` seconds after the previous write
+    /// ended with `level` bytes in it: its busy time, and the bytes in the buffer when it ends.
+    /// What fits goes at memory speed; the rest waits for the link to drain room for it.
+    fn buffered_write(&self, level: f64, gap: f64, frame: f64) -> (f64, f64) {
+        let cap = self.sink_buffer as f64;
+        let start = (level - self.link * gap).max(0.0);
+        let copy = frame / SINK_MEMORY_SPEED;
+        let busy =
+            if start + frame <= cap { copy } else { copy.max((start + frame - cap) / self.link) };
+        (busy, (start + frame - self.link * busy).clamp(0.0, cap))
     }
 
     /// The shadow measurement of a block decided `decision` if the run makes shadows: its
@@ -475,8 +515,8 @@ fn deliver(ctl: &mut impl Control, pending: &mut Vec<(f64, u8, u64, Event)>, now
 }
 
 /// What the sink reports of a frame of `bytes` (`raw` raw bytes) that took `busy` seconds on
-/// the link after a wait of `waited`. The simulated link has no buffer, so every write is pure
-/// link time; `backlogged` says, as the real sequencer does, whether the frame was waiting.
+/// the sink after a wait of `waited` (link time, or with a buffered sink what the buffer made
+/// of it); `backlogged` says, as the real sequencer does, whether the frame was waiting.
 /// No pipeline CPU time: the simulated raw path is the workers' alone.
 fn sink_measurement(
     bytes: u64,
@@ -535,12 +575,14 @@ pub struct SimReport {
     pub threads: usize,
     /// Every block, in order.
     pub blocks: Vec<SimBlock>,
+    /// Seconds the sink's buffer takes to drain after the last write (0 without a buffer).
+    pub tail: f64,
 }
 
 impl SimReport {
-    /// Seconds until the last frame was written.
+    /// Seconds until the last frame was written and, with a buffered sink, sent.
     pub fn time(&self) -> f64 {
-        self.blocks.last().map_or(0.0, |b| b.write_end)
+        self.blocks.last().map_or(0.0, |b| b.write_end + self.tail)
     }
 
     /// Raw bytes written.

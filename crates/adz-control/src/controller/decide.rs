@@ -37,7 +37,13 @@ pub(super) struct Lane {
     /// Moved on a measurement rather than a prediction (see [`Reason::BlindRung`]): the
     /// rung is held until its first fresh measurement.
     pub(super) held: bool,
+    /// The lane has seen the link's drain rate (see [`Controller::reaim`]).
+    pub(super) drained: bool,
 }
+
+/// With `Link::Auto`, a first drain rate this far (25 %) from the accept rate it replaces
+/// re-aims the lane at once (see [`Controller::reaim`]).
+pub(super) const REAIM_GAP: f64 = 1.25;
 
 /// How far below the target a rung that has never been measured may be predicted and still be
 /// tried, one rung at a time, when the current rung has headroom: the reference shape's
@@ -113,6 +119,7 @@ impl Controller {
             blend_acc: 0.0,
             note: None,
             held: false,
+            drained: false,
         };
         // A lane for a hint's strategy starts where the configured lane is: same data.
         if let Some(base) = self.lanes.first() {
@@ -245,6 +252,9 @@ impl Controller {
                 lane.apply(m, seq, &mut reason);
             }
         }
+        if let Some(m) = self.reaim(&mut lane, strategy, link) {
+            lane.apply(m, seq, &mut reason);
+        }
         if self.cfg.start.is_some_and(|s| s != CodecSpec::NONE) && !self.model.has_speed() {
             // A start given from outside (a user, a sampling predictor) is a better guess than
             // the reference table: held until something has been measured. Not a raw start:
@@ -284,6 +294,32 @@ impl Controller {
         let out = self.emit(&mut lane, strategy, link, reason);
         self.lanes[i] = lane;
         out
+    }
+
+    /// With `Link::Auto`, the first time the lane sees the sink's drain rate: if the accept
+    /// rate it replaces was more than [`REAIM_GAP`] off (a buffer took the first writes at
+    /// memory speed), the lane aims afresh at the rung the measured link asks for, as with a
+    /// link given, rather than walking there a climb at a time (decision 0033).
+    fn reaim(&self, lane: &mut Lane, strategy: Strategy, link: f64) -> Option<Move> {
+        let (drained, accept) = self.link.drained();
+        if self.fixed_link.is_some() || lane.drained || !drained {
+            return None;
+        }
+        lane.drained = true;
+        let gap = accept.map_or(1.0, |a| a.max(link) / a.min(link));
+        if gap <= REAIM_GAP {
+            return None;
+        }
+        let view = self.view(strategy, link);
+        let aim = if strategy == Strategy::Throughput {
+            view.any_fast_enough(1.0).then(|| view.s1_pick(view.n).map_or(1, |p| p.0))
+        } else {
+            view.last_ok_from(1, 1.0)
+        };
+        Some(match aim {
+            Some(r) => Move::to(r, Some(Reason::LinkMeasured)),
+            None => Move::mix(view.mix_rung(0).0, Some(Reason::LinkMeasured)),
+        })
     }
 
     /// The codec of ladder rung `r`.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use adz_format::{CodecSpec, Filters};
 
+use super::LinkEstimate;
 use crate::hint::Hint;
 use crate::strategy::Strategy;
 
@@ -61,6 +62,10 @@ pub enum Reason {
     /// faster rung that meets the target stores as much (within 0.25 %, both measured on data
     /// that compresses evenly). Moved to it: the slower rung bought nothing.
     SameRatio,
+    /// `Link::Auto`: the sink blocked under pressure and its drain rate replaced an accept rate
+    /// that a buffer had inflated (or deflated) by more than 25 %: the lane aimed afresh at
+    /// the rung the measured link asks for, as with a link given (decision 0033).
+    LinkMeasured,
 }
 
 /// The controller's answer for one block.
@@ -169,8 +174,10 @@ pub enum Mode {
     Fixed,
 }
 
-/// A snapshot of the controller for tracing and progress display.
+/// A snapshot of the controller for tracing and progress display. Fields may be added: build
+/// one with [`Status::new`].
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Status {
     /// The configured strategy.
     pub strategy: Strategy,
@@ -189,6 +196,9 @@ pub struct Status {
     pub ratio: Option<f64>,
     /// Link speed in use, bytes/s (None while `Link::Auto` has no sink measurement).
     pub link: Option<f64>,
+    /// What the sink's writes say of the link: the rate, its bounds and whether it is settled
+    /// (None before the first sink measurement; measured with a fixed link too).
+    pub link_estimate: Option<LinkEstimate>,
     /// CPU time / wall time of the workers' blocks (1 / their smoothed wall/CPU ratio): below
     /// 1 when they compete for cores.
     pub cpu_share: Option<f64>,
@@ -205,6 +215,24 @@ pub struct Status {
 pub(crate) const MIX_BUFFERS_SHARE: f64 = 0.5;
 
 impl Status {
+    /// A status of `strategy` with nothing known: no rung, start mode, no figures.
+    pub fn new(strategy: Strategy) -> Status {
+        Status {
+            strategy,
+            rung: CodecSpec::NONE,
+            mode: Mode::Start,
+            target: None,
+            speed: None,
+            ratio: None,
+            link: None,
+            link_estimate: None,
+            cpu_share: None,
+            blocks: 0,
+            shadows: 0,
+            shadow_share: 0.0,
+        }
+    }
+
     /// Whether the controller mixes raw blocks with a minority of compressed ones: then a
     /// compressed block holds up the raw frames behind it at the ordered writer, and the
     /// pipeline's pools need a few more buffers. Not while it probes, nor in a "mix" that
@@ -249,19 +277,7 @@ mod tests {
 
     #[test]
     fn only_a_mix_that_sends_most_blocks_raw_compresses_in_mix() {
-        let status = |mode| Status {
-            strategy: Strategy::Throughput,
-            rung: CodecSpec::NONE,
-            mode,
-            target: None,
-            speed: None,
-            ratio: None,
-            link: None,
-            cpu_share: None,
-            blocks: 0,
-            shadows: 0,
-            shadow_share: 0.0,
-        };
+        let status = |mode| Status { mode, ..Status::new(Strategy::Throughput) };
         let mix = |p| status(Mode::Mix { compress_fraction: p }).compresses_in_mix();
         assert!(mix(0.1) && mix(0.4) && mix(MIX_BUFFERS_SHARE));
         assert!(!mix(0.0), "everything raw: nothing holds a raw frame up");

@@ -8,6 +8,7 @@
 mod config;
 mod control;
 mod decide;
+mod link;
 mod measure;
 mod mix;
 mod pace;
@@ -21,6 +22,8 @@ pub use self::config::{ControllerConfig, INITIAL_LEVEL};
 pub use self::control::Control;
 use self::decide::Lane;
 pub(crate) use self::decide::RATIO_TIE;
+pub use self::link::LinkEstimate;
+use self::link::LinkMeter;
 pub use self::measure::{
     BlockContext, BlockMeasurement, Decision, Mode, Reason, ShadowMeasurement, SinkMeasurement,
     Status,
@@ -30,7 +33,7 @@ use self::probe::ProbeState;
 pub use self::shadow::SHADOW_BYTES;
 use crate::hint::Hint;
 use crate::ladder::Ladder;
-use crate::model::{LinkEstimator, Model, Rates, Sample};
+use crate::model::{Model, Rates, Sample};
 use crate::strategy::{Link, Strategy};
 
 /// The controller. It owns no threads and does no I/O: the pipeline asks it for every block's
@@ -41,7 +44,7 @@ pub struct Controller {
     cfg: ControllerConfig,
     threads: f64,
     fixed_link: Option<f64>,
-    link: LinkEstimator,
+    link: LinkMeter,
     /// Smoothed share of sink writes that were backlogged (None before the first write after
     /// the pipeline's fill).
     sink_backlog: Option<f64>,
@@ -117,7 +120,7 @@ impl Controller {
         Controller {
             threads: cfg.threads.max(1) as f64,
             fixed_link,
-            link: LinkEstimator::new(cfg.link_memory_bytes as f64),
+            link: LinkMeter::new(cfg.link_memory_bytes as f64),
             sink_backlog: None,
             sink_writes: 0,
             pipe: PipeWindow::default(),
@@ -228,6 +231,13 @@ impl Controller {
     /// measurement).
     pub fn link(&self) -> Option<f64> {
         self.fixed_link.or_else(|| self.link.get())
+    }
+
+    /// What the sink's writes say of the link, with its bounds and whether it is settled
+    /// (None before the first sink measurement). Measured with a fixed link too, which it
+    /// does not replace.
+    pub fn link_estimate(&self) -> Option<LinkEstimate> {
+        self.link.estimate()
     }
 
     /// The decision for the next block. Call it for every block, in order.
@@ -348,6 +358,7 @@ impl Controller {
             speed: None,
             ratio: None,
             link,
+            link_estimate: self.link.estimate(),
             cpu_share: self.stretch.map(|s| 1.0 / s),
             blocks: self.seq,
             shadows: self.shadows,

@@ -63,7 +63,7 @@ impl Controller {
     pub fn record_sink(&mut self, m: &SinkMeasurement) {
         let busy = m.busy.as_secs_f64();
         let waited = m.waited.as_secs_f64();
-        self.link.add(m.bytes, busy, m.backlogged);
+        self.link.add(m.bytes, busy, waited, m.backlogged);
         let x = if m.backlogged { 1.0 } else { 0.0 };
         // A frame the sink waited for longer than the link takes to send it is strong
         // evidence that the pipeline, not the link, sets the pace: it weighs four writes.

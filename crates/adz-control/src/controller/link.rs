@@ -1,0 +1,275 @@
+//! The link as the sink's writes show it: its drain rate, seen through the sink's buffers, with
+//! the uncertainty of that figure (docs/decisions/0033).
+//!
+//! A sink is a buffer of unknown size (a pipe's 64 KiB, TCP's megabytes, S3 parts in flight, a
+//! throttle's burst) that the link drains at its rate, also while the writer waits. A write
+//! that blocked ended with the buffer full. Between two writes that blocked, the bytes accepted
+//! are the bytes the link sent: exactly `rate x elapsed` when the writer never waited in between
+//! (the buffer never ran dry), at most that when it did (the link may have idled). The rate is
+//! the larger of the two kinds' figures (the steady one and the contiguous one over all
+//! segments). Writes before the first block are the buffer filling and measure only memory.
+
+use crate::model::LinkEstimator;
+
+/// A write counts as blocked when it took longer than its bytes at this speed, bytes/s, and at
+/// least [`BLOCKED_MIN_SECS`]: slower than a copy into a buffer with room, which on a busy
+/// 2-core machine took up to 0.9 ms for 1 MiB into a pipe read by `pv`. Links this fast never
+/// block measurably; their estimate stays the accept rate of the backlogged writes.
+pub(super) const BLOCKED_SPEED: f64 = 1e9;
+/// See [`BLOCKED_SPEED`]: a small frame's write costs a system call or two, whatever its bytes.
+pub(super) const BLOCKED_MIN_SECS: f64 = 1e-3;
+
+/// The estimate is settled once its relative standard error is at most this (a 95 %
+/// interval of about ±5 %) ...
+pub(super) const SETTLED_ERROR: f64 = 0.025;
+/// ... over at least this many segments between blocked writes.
+pub(super) const SETTLED_SEGMENTS: f64 = 4.0;
+/// The least relative error claimed: the sink's clock and a frame's bytes do not tell the
+/// link to better than this, however regular the writes (as in a simulator).
+pub(super) const MIN_ERROR: f64 = 0.002;
+
+/// The link speed the sink measured, and how sure it is (for [`Status`](crate::Status), the
+/// trace and the summary).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LinkEstimate {
+    /// The link speed in use with `Link::Auto`, bytes/s: the drain rate between blocked writes
+    /// once the sink has blocked twice; before that, the accept rate of the backlogged writes,
+    /// which a buffer inflates.
+    pub rate: f64,
+    /// The link is at least this fast, bytes/s (0: the sink has not blocked twice yet).
+    pub low: f64,
+    /// The link is at most this fast, bytes/s (infinite: nothing bounds it yet).
+    pub high: f64,
+    /// `rate` is a drain rate with a relative standard error of at most 2.5 %: `low..high`
+    /// is then its 95 % interval. False while only the buffer's accept rate is known.
+    pub settled: bool,
+}
+
+/// Fading sums over segments between blocked writes: bytes `b`, seconds `t`, their squares and
+/// product (for the ratio's standard error), and the number of segments; each fades by half
+/// every `halflife` bytes, like the accept estimate.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    b: f64,
+    t: f64,
+    bb: f64,
+    bt: f64,
+    tt: f64,
+    n: f64,
+}
+
+impl Sums {
+    fn add(&mut self, b: f64, t: f64, halflife: f64) {
+        let keep = 0.5f64.powf(b / halflife);
+        *self = Sums {
+            b: self.b * keep + b,
+            t: self.t * keep + t,
+            bb: self.bb * keep + b * b,
+            bt: self.bt * keep + b * t,
+            tt: self.tt * keep + t * t,
+            n: self.n * keep + 1.0,
+        };
+    }
+
+    fn rate(&self) -> Option<f64> {
+        let r = self.b / self.t;
+        (self.t > 0.0 && r.is_finite() && r > 0.0).then_some(r)
+    }
+
+    /// Relative standard error of `b / t` as a ratio estimator over the segments (infinite
+    /// with fewer than two).
+    fn rel_error(&self, r: f64) -> f64 {
+        if self.n < 2.0 {
+            return f64::INFINITY;
+        }
+        let resid = (self.bb - 2.0 * r * self.bt + r * r * self.tt).max(0.0);
+        ((resid * self.n / (self.n - 1.0)).sqrt() / (self.t * r)).max(MIN_ERROR)
+    }
+}
+
+/// The sink's writes since the last one that blocked.
+#[derive(Clone, Copy, Debug, Default)]
+struct Open {
+    bytes: f64,
+    secs: f64,
+    /// Some write in it was not backlogged: the writer waited, and the link may have idled.
+    waited: bool,
+}
+
+/// The link meter: the drain rate between blocked writes, with the accept rate of backlogged
+/// writes (decision 0015) as the estimate until the sink has blocked under pressure.
+#[derive(Clone, Debug)]
+pub(super) struct LinkMeter {
+    accept: LinkEstimator,
+    halflife: f64,
+    open: Option<Open>,
+    /// Segments without a wait: each is `rate x seconds` while the link drains steadily.
+    drain: Sums,
+    /// Every segment: together they span the time since the first block without a gap, so
+    /// their ratio is at most the link, and the link itself unless it idled in a wait. A
+    /// reader that drains in bursts (`pv -L` takes 0.1 s of its rate at once, then sleeps)
+    /// makes the segments without a wait a biased choice (those inside a burst); this sum is
+    /// not.
+    all: Sums,
+}
+
+impl LinkMeter {
+    pub(super) fn new(halflife_bytes: f64) -> LinkMeter {
+        LinkMeter {
+            accept: LinkEstimator::new(halflife_bytes),
+            halflife: halflife_bytes.max(1.0),
+            open: None,
+            drain: Sums::default(),
+            all: Sums::default(),
+        }
+    }
+
+    /// A sink write of `bytes` that took `busy` seconds after a wait of `waited`;
+    /// `backlogged`: the frame was ready when the previous write ended.
+    pub(super) fn add(&mut self, bytes: u64, busy: f64, waited: f64, backlogged: bool) {
+        self.accept.add(bytes, busy, backlogged);
+        let b = bytes as f64;
+        let busy = if busy.is_finite() { busy.max(0.0) } else { 0.0 };
+        let waited = if waited.is_finite() { waited.max(0.0) } else { 0.0 };
+        if let Some(open) = &mut self.open {
+            open.bytes += b;
+            open.secs += busy + waited;
+            open.waited |= !backlogged;
+        }
+        if !(bytes > 0 && busy * BLOCKED_SPEED >= b && busy >= BLOCKED_MIN_SECS) {
+            return;
+        }
+        // Blocked: the buffer is full now. The writes since the last block drained through the
+        // link in the time they took.
+        if let Some(seg) = self.open.take().filter(|s| s.secs > 0.0) {
+            if !seg.waited {
+                self.drain.add(seg.bytes, seg.secs, self.halflife);
+            }
+            self.all.add(seg.bytes, seg.secs, self.halflife);
+        }
+        self.open = Some(Open::default());
+    }
+
+    /// The link speed in use with `Link::Auto` (None before any write measured it).
+    pub(super) fn get(&self) -> Option<f64> {
+        self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
+    }
+
+    /// The drain rate and the sums it comes from: the larger of the steady figure (segments
+    /// without a wait) and the contiguous one (all segments). Each is a lower bound where the
+    /// other falls short: the contiguous one where the link idles in the writer's waits (the
+    /// throttle, and any sink while compression sets the pace), the steady one where a reader
+    /// drains in bursts. Erring low would hold S1 where it is (at `L = N S / f` its rung looks
+    /// balanced) and keep the sink from ever pressing again; erring high makes S1 press the
+    /// sink, which measures it (None before two blocked writes).
+    fn drained_rate(&self) -> Option<(f64, &Sums)> {
+        match (self.drain.rate(), self.all.rate()) {
+            (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
+            (_, Some(a)) => Some((a, &self.all)),
+            (Some(d), None) => Some((d, &self.drain)),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the link speed in use is a drain rate (the sink has blocked under pressure),
+    /// and the accept rate of the backlogged writes it replaced (None: none was measured).
+    pub(super) fn drained(&self) -> (bool, Option<f64>) {
+        (self.all.n > 0.0, self.accept.get())
+    }
+
+    /// The estimate with its bounds (None before any write measured the link).
+    pub(super) fn estimate(&self) -> Option<LinkEstimate> {
+        let Some((rate, sums)) = self.drained_rate() else {
+            let rate = self.accept.get()?;
+            return Some(LinkEstimate { rate, low: 0.0, high: f64::INFINITY, settled: false });
+        };
+        let e = sums.rel_error(rate);
+        let settled = sums.n >= SETTLED_SEGMENTS && e <= SETTLED_ERROR;
+        let low = (rate * (1.0 - 2.0 * e)).max(0.0);
+        let high = if e.is_finite() { rate * (1.0 + 2.0 * e) } else { f64::INFINITY };
+        Some(LinkEstimate { rate, low, high, settled })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: f64 = 117e6;
+
+    /// A reader that takes `chunk` bytes from a `cap`-byte buffer every `chunk / L` seconds
+    /// (as `pv -L` reads a pipe), and a writer of `frame`-byte writes that pauses `pause`
+    /// seconds before every `every`-th write: the meter's readings, write by write.
+    fn chunked(cap: f64, chunk: f64, frame: f64, writes: usize, pause: (usize, f64)) -> LinkMeter {
+        let mut m = LinkMeter::new(32.0 * 1048576.0);
+        let (mut now, mut level, mut next_read) = (0.0f64, 0.0f64, chunk / L);
+        // Reads due by `t` empty the buffer a chunk at a time.
+        let drain = |level: &mut f64, next_read: &mut f64, t: f64| {
+            while *next_read <= t {
+                *level = (*level - chunk).max(0.0);
+                *next_read += chunk / L;
+            }
+        };
+        for k in 0..writes {
+            let waited = if pause.0 > 0 && k % pause.0 == 0 { pause.1 } else { 0.0 };
+            now += waited;
+            drain(&mut level, &mut next_read, now);
+            let start = now;
+            let mut left = frame;
+            loop {
+                let room = (cap - level).min(left);
+                level += room;
+                left -= room;
+                now += room / 8e9;
+                if left <= 0.0 {
+                    break;
+                }
+                now = now.max(next_read);
+                drain(&mut level, &mut next_read, now);
+            }
+            m.add(frame as u64, now - start, waited, waited == 0.0);
+        }
+        m
+    }
+
+    #[test]
+    fn a_pipe_read_in_chunks_measures_the_reader_not_the_buffer() {
+        // 1 MiB of buffer read 256 KiB at a time; 300 kB frames, back to back.
+        let m = chunked(1048576.0, 262144.0, 3e5, 400, (0, 0.0));
+        let e = m.estimate().unwrap();
+        assert!((e.rate / L - 1.0).abs() < 0.02, "{e:?}");
+        assert!(e.settled && e.low <= L && L <= e.high, "{e:?}");
+    }
+
+    #[test]
+    fn waits_shorter_than_the_buffer_still_measure_the_link() {
+        // The writer pauses 5 ms before every 4th write: the 4 MiB buffer hides it, the link
+        // never idles.
+        let m = chunked(4.0 * 1048576.0, 65536.0, 3e5, 600, (4, 5e-3));
+        let e = m.estimate().unwrap();
+        assert!((e.rate / L - 1.0).abs() < 0.02, "{e:?}");
+        assert!(e.low > 0.9 * L && e.low <= L * 1.001, "{e:?}");
+        // The accept rate of the same writes, what the link estimate was before decision 0033:
+        // the writes after a pause land in the room the link drained meanwhile.
+        assert!(m.accept.get().unwrap() > 1.2 * L, "{:?}", m.accept.get());
+    }
+
+    #[test]
+    fn before_the_sink_blocks_only_the_accept_rate_is_known() {
+        let mut m = LinkMeter::new(32.0 * 1048576.0);
+        assert_eq!(m.estimate(), None);
+        for _ in 0..8 {
+            m.add(300_000, 300_000.0 / 8e9, 0.0, true);
+        }
+        let e = m.estimate().unwrap();
+        assert!(!e.settled && e.low == 0.0 && e.high.is_infinite(), "{e:?}");
+        assert_eq!(m.get(), Some(e.rate));
+        // One block is not a drain rate yet: it needs a block, then writes up to the next.
+        m.add(300_000, 300_000.0 / L, 0.0, true);
+        assert!(!m.drained().0);
+        m.add(300_000, 300_000.0 / L, 0.0, true);
+        assert!(m.drained().0);
+        assert!((m.get().unwrap() / L - 1.0).abs() < 1e-9);
+    }
+}
