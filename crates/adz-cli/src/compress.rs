@@ -337,16 +337,25 @@ fn print_summary(input: &str, output: &str, s: &WriteSummary, known_link: Option
     );
     let configs: Vec<String> = s.configs.iter().map(|(c, n)| format!("{c} x{n}")).collect();
     eprintln!("  strategy {}: {}", s.strategy, configs.join(", "));
-    let measured =
-        s.link.map_or_else(|| "not measured".to_owned(), |l| format!("{:.1} MB/s", mb(l)));
+    // A settled drain rate comes with its interval; before that the link was read from how
+    // fast the output took data, which a buffer (pipe, TCP, page cache) inflates.
+    let measured = match (s.link, s.link_interval) {
+        (None, _) => "not measured".to_owned(),
+        (Some(l), Some((low, high))) => {
+            format!("{:.1} MB/s, 95 % within {:.1}-{:.1}", mb(l), mb(low), mb(high))
+        }
+        (Some(l), None) => format!("{:.1} MB/s from the output's accept rate", mb(l)),
+    };
     match known_link.or(s.link) {
         Some(link) => eprintln!(
             "  link {:.1} MB/s{}: raw through it would take {:.2} s; speedup {:.2}x",
             mb(link),
             if known_link.is_some() {
                 format!(" (measured {measured})")
+            } else if let Some((low, high)) = s.link_interval {
+                format!(" (measured, 95 % within {:.1}-{:.1})", mb(low), mb(high))
             } else {
-                " (measured)".to_owned()
+                " (measured from the output's accept rate, which a buffer inflates)".to_owned()
             },
             s.raw_bytes as f64 / link,
             (s.raw_bytes as f64 / link) / s.seconds.max(1e-9),

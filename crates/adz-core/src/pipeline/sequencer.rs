@@ -191,6 +191,7 @@ fn record(d: &Done, status: &Status, sink: &SinkMeasurement, at: Duration) -> Bl
         agg_speed: status.speed,
         target: status.target,
         link: status.link,
+        link_interval: super::writer::settled_interval(status),
         shadow_share: status.shadow_share,
         sink: sink.busy,
         pipeline_cpu: sink.cpu,

@@ -68,6 +68,13 @@ pub struct TraceRecord {
     pub target_mbs: Option<f64>,
     /// The link speed in use, MB/s.
     pub link_mbs: Option<f64>,
+    /// The measured link's 95 % interval, MB/s, once its drain rate is known (see
+    /// `WriteSummary::link_interval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_low_mbs: Option<f64>,
+    /// The upper end of that interval, MB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_high_mbs: Option<f64>,
     /// Time the sink took for this frame, seconds.
     pub sink_s: f64,
     /// CPU time the pipeline's threads (feeder, workers, sequencer) spent since the previous
@@ -98,6 +105,8 @@ pub(crate) struct BlockRecord {
     pub(crate) agg_speed: Option<f64>,
     pub(crate) target: Option<f64>,
     pub(crate) link: Option<f64>,
+    /// The measured link's settled 95 % interval.
+    pub(crate) link_interval: Option<(f64, f64)>,
     pub(crate) shadow_share: f64,
     /// The sink's time for the frame.
     pub(crate) sink: Duration,
@@ -126,6 +135,8 @@ impl From<&BlockRecord> for TraceRecord {
             agg_speed_mbs: r.agg_speed.map(|v| v / 1e6),
             target_mbs: r.target.map(|v| v / 1e6),
             link_mbs: r.link.map(|v| v / 1e6),
+            link_low_mbs: r.link_interval.map(|(low, _)| low / 1e6),
+            link_high_mbs: r.link_interval.map(|(_, high)| high / 1e6),
             sink_s: r.sink.as_secs_f64(),
             pipeline_cpu_s: r.pipeline_cpu.as_secs_f64(),
             backlogged: r.backlogged,

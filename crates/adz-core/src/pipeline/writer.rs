@@ -390,6 +390,7 @@ impl Writer {
             configs: s.configs,
             seconds: self.started.elapsed().as_secs_f64(),
             link: status.link,
+            link_interval: settled_interval(&status),
             sink_seconds: s.sink_busy.as_secs_f64(),
             strategy: self.strategy.to_string(),
             predict_bytes: self.start.predict_bytes(),
@@ -609,6 +610,11 @@ fn start_workers(
         }
     }
     Ok(workers)
+}
+
+/// The measured link's 95 % interval, once it is settled (see `WriteSummary::link_interval`).
+pub(super) fn settled_interval(status: &Status) -> Option<(f64, f64)> {
+    status.link_estimate.filter(|e| e.settled && e.low > 0.0).map(|e| (e.low, e.high))
 }
 
 #[cfg(test)]
