@@ -3,6 +3,7 @@
 
 mod cost;
 mod io;
+mod mount;
 mod predict;
 mod progress;
 mod read;
@@ -100,6 +101,9 @@ enum Command {
     /// What compression costs and saves in money and time (thesis 3.4, 3.5).
     #[command(after_help = cost::AFTER_HELP)]
     Cost(cost::CostArgs),
+    /// Mount a directory of adz files as a read-write file system (FUSE; docs/MOUNT.md).
+    #[command(after_help = mount::AFTER_HELP)]
+    Mount(mount::MountArgs),
 }
 
 #[derive(Args)]
@@ -260,7 +264,10 @@ fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     remote::init(cli.s3);
-    handle_signals();
+    // A mount handles its own signals: they unmount it rather than end the process.
+    if !matches!(cli.command, Command::Mount(_)) {
+        handle_signals();
+    }
     let policy = StdoutUse::of(&cli.command);
     if policy.writes && io::stdout_at_start::was_closed() {
         eprintln!("adz: error: standard output is closed; give an output file, or redirect stdout");
@@ -276,6 +283,7 @@ fn main() -> ExitCode {
         Command::Recover(a) => read::recover(a),
         Command::Predict(a) => predict::run(a),
         Command::Cost(a) => cost::run(a),
+        Command::Mount(a) => mount::run(a),
     };
     match result {
         Ok(code) => code,
@@ -316,7 +324,8 @@ impl StdoutUse {
             | Command::Inspect(_)
             | Command::Ls(_)
             | Command::Predict(_)
-            | Command::Cost(_) => (true, true),
+            | Command::Cost(_)
+            | Command::Mount(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
     }
