@@ -289,6 +289,24 @@ print('numpy ok')
 "#;
     let out = run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("v.f64")));
     eprintln!("{out}");
+
+    // A shared writable mapping: the kernel writes the pages back, msync commits them.
+    let script = r#"
+import mmap, sys
+p = sys.argv[1]
+with open(p, 'wb') as f:
+    f.write(b'a' * 100000)
+with open(p, 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 0)
+    m[70000:70005] = b'HELLO'
+    m.flush()
+    m.close()
+"#;
+    run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("mapped")));
+    let mut want = vec![b'a'; 100_000];
+    want[70_000..70_005].copy_from_slice(b"HELLO");
+    assert_eq!(fs::read(m.mnt.join("mapped")).unwrap(), want);
+    assert_eq!(decode(&m.src.join("mapped.adz")), want);
 }
 
 #[test]
