@@ -5,6 +5,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use adz_core::control::{Link, Strategy};
+use adz_core::store::LinkSpeed;
 use adz_core::WriteOptions;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -42,6 +43,9 @@ pub(crate) struct MountArgs {
     /// Compression threads per file being committed (default: one per core).
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
     threads: usize,
+    /// For evaluation: pace each commit's output to RATE, as `adz compress --throttle`.
+    #[arg(long, value_name = "RATE")]
+    throttle: Option<LinkSpeed>,
 }
 
 pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
@@ -64,6 +68,7 @@ pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
         },
         cache_bytes: a.cache,
         read_only: a.read_only,
+        throttle: a.throttle.map(LinkSpeed::bytes_per_sec),
         ..Default::default()
     };
     let m = adz_fuse::mount(&a.source, &a.mountpoint, opts).with_context(|| {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use adz_core::store::{LocalStorage, Storage, Upload};
+use adz_core::store::{LocalStorage, NullStorage, Storage, Throttled, Upload};
 use adz_core::{FrameWriter, Reader, ReaderOptions, WriteOptions, Writer, WriterOptions};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
@@ -250,6 +250,7 @@ pub struct AdzFs {
     /// For the empty file a create publishes at once: no fsync (its content is nothing).
     quick_storage: LocalStorage,
     write: WriteOptions,
+    throttle: Option<f64>,
     read_only: bool,
     decode_threads: usize,
     cache: Mutex<FrameCache>,
@@ -375,6 +376,7 @@ impl AdzFs {
             root,
             staging_dir,
             write: opts.write.clone(),
+            throttle: opts.throttle,
             read_only: opts.read_only,
             decode_threads: opts.decode_threads,
             cache: Mutex::new(FrameCache::new(opts.cache_bytes)),
@@ -638,8 +640,15 @@ impl AdzFs {
             mode: old.as_ref().map_or(0o644, |m| m.mode() & 0o7777),
             owner: old.as_ref().filter(|_| self.is_root).map(|m| (m.uid(), m.gid())),
         });
+        let mut upload: Box<dyn Upload> = upload;
+        if let Some(rate) = self.throttle {
+            // As `adz compress --throttle`: a burst of 0.5 ms absorbs sleep jitter only.
+            let burst = (rate * 0.0005).max(64.0 * 1024.0) as u64;
+            upload = Throttled::new(NullStorage::new(), rate).burst(burst).wrap_upload(upload);
+        }
         let mut opts = self.write.clone();
         opts.size_hint = Some(len);
+        opts.link_guess = opts.link_guess.or(self.throttle);
         let mut w = Writer::with_upload(upload, opts).map_err(|e| fail("cannot start", &e))?;
         let mut src: &File = file;
         src.seek(SeekFrom::Start(0)).map_err(|e| errno(&e))?;

@@ -79,6 +79,9 @@ pub struct MountOptions {
     pub decode_threads: usize,
     /// Threads that serve kernel requests.
     pub fuse_threads: usize,
+    /// For evaluation: pace every commit's output to this many bytes/s, as
+    /// `adz compress --throttle` does (a simulated link to storage).
+    pub throttle: Option<f64>,
 }
 
 impl Default for MountOptions {
@@ -89,6 +92,7 @@ impl Default for MountOptions {
             read_only: false,
             decode_threads: 0,
             fuse_threads: 4,
+            throttle: None,
         }
     }
 }
