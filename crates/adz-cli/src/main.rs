@@ -8,6 +8,7 @@ mod decompress;
 mod generate;
 mod inspect;
 mod io;
+mod mount;
 mod predict;
 mod progress;
 mod read;
@@ -104,6 +105,9 @@ enum Command {
     /// Compressibility, zero blocks and deduplication of data, from a sample.
     #[command(after_help = analyze::AFTER_HELP)]
     Analyze(analyze::AnalyzeArgs),
+    /// Mount a directory of adz files as a read-write file system (FUSE; docs/MOUNT.md).
+    #[command(after_help = mount::AFTER_HELP)]
+    Mount(mount::MountArgs),
     /// Print the man page or shell completions (`make install` installs them).
     Generate(generate::GenerateArgs),
 }
@@ -140,7 +144,10 @@ pub(crate) fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), String> 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     remote::init(cli.s3);
-    handle_signals();
+    // A mount handles its own signals: they unmount it rather than end the process.
+    if !matches!(cli.command, Command::Mount(_)) {
+        handle_signals();
+    }
     let policy = StdoutUse::of(&cli.command);
     if policy.writes && io::stdout_at_start::was_closed() {
         eprintln!("adz: error: standard output is closed; give an output file, or redirect stdout");
@@ -158,6 +165,7 @@ fn main() -> ExitCode {
         Command::Cost(a) => cost::run(a),
         Command::Recompress(a) => recompress::run(a),
         Command::Analyze(a) => analyze::run(a),
+        Command::Mount(a) => mount::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
@@ -202,6 +210,7 @@ impl StdoutUse {
             | Command::Cost(_)
             | Command::Recompress(_)
             | Command::Analyze(_)
+            | Command::Mount(_)
             | Command::Generate(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }

@@ -1,0 +1,205 @@
+//! `adz mount`: a read-write POSIX file system (FUSE) over a directory of adz files.
+//!
+//! Each regular file `NAME.adz` in the source directory appears as `NAME` with its raw size;
+//! other entries pass through. Reads decode only the frames a range needs, through one LRU of
+//! decoded frames shared by the whole mount. Writes go to a sparse staging file in
+//! `SOURCE/.adz-staging/`, which is compressed through the adaptive pipeline on close or
+//! fsync into a temporary next to `NAME.adz` and renamed over it: a reader of the source never
+//! sees a torn file, and a daemon killed mid-write leaves the previous version intact.
+//! docs/MOUNT.md says what POSIX behaviour is supported and with which errno each limit fails.
+//!
+//! ```no_run
+//! use adz_fuse::{mount, MountOptions};
+//! let m = mount("/data/src".as_ref(), "/mnt/adz".as_ref(), MountOptions::default())?;
+//! // ... use /mnt/adz ...
+//! m.unmount()?;
+//! # Ok::<(), adz_fuse::Error>(())
+//! ```
+
+mod cache;
+mod fs;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use adz_core::WriteOptions;
+pub use fs::AdzFs;
+
+/// Name of the hidden directory in the source that holds the staging files of open writes.
+pub const STAGING_DIR: &str = ".adz-staging";
+
+/// Default size of the shared cache of decoded frames.
+pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
+
+/// What can go wrong setting up a mount.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The source directory cannot be used.
+    #[error("source {path}: {source}")]
+    Source {
+        /// The source directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The kernel refused the mount (no /dev/fuse, not root and no fusermount3, a busy
+    /// mount point).
+    #[error("mounting on {path}: {source}")]
+    Mount {
+        /// The mount point.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Unmounting failed.
+    #[error("unmounting {path}: {source}")]
+    Unmount {
+        /// The mount point.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Invalid options.
+    #[error(transparent)]
+    Core(#[from] adz_core::Error),
+}
+
+/// How a mount works.
+#[derive(Debug, Clone)]
+pub struct MountOptions {
+    /// How written files are compressed (strategy, link, threads, frame size). Default: S1
+    /// (`throughput`) with the link measured (`auto`).
+    pub write: WriteOptions,
+    /// Bytes of decoded frames kept for later reads, shared by all files.
+    pub cache_bytes: u64,
+    /// Refuse every change (EROFS); the kernel mount is read-only too.
+    pub read_only: bool,
+    /// Threads that decode the frames of one read; 0 = one per core.
+    pub decode_threads: usize,
+    /// Threads that serve kernel requests.
+    pub fuse_threads: usize,
+    /// For evaluation: pace every commit's output to this many bytes/s, as
+    /// `adz compress --throttle` does (a simulated link to storage).
+    pub throttle: Option<f64>,
+}
+
+impl Default for MountOptions {
+    fn default() -> MountOptions {
+        MountOptions {
+            write: WriteOptions::default(),
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            read_only: false,
+            decode_threads: 0,
+            fuse_threads: 4,
+            throttle: None,
+        }
+    }
+}
+
+/// A mounted file system, served by a background thread. Dropping it unmounts too.
+#[derive(Debug)]
+pub struct Mount {
+    session: Option<fuser::BackgroundSession>,
+    mountpoint: PathBuf,
+}
+
+impl Mount {
+    /// The mount point.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// Something that can unmount this mount from another thread (a signal handler's).
+    pub fn unmounter(&self) -> Unmounter {
+        Unmounter { mountpoint: self.mountpoint.clone() }
+    }
+
+    /// Wait until the file system is unmounted (`fusermount3 -u`, `umount`, or an
+    /// [`Unmounter`]); open files have been flushed when this returns.
+    pub fn join(mut self) -> Result<(), Error> {
+        let s = self.session.take().expect("a mount has its session until joined");
+        s.join().map_err(|source| Error::Unmount { path: self.mountpoint.clone(), source })
+    }
+
+    /// Unmount (lazily, as `umount -l`: open files are flushed when they are closed) and
+    /// wait for the serving thread to end.
+    pub fn unmount(mut self) -> Result<(), Error> {
+        let s = self.session.take().expect("a mount has its session until joined");
+        s.umount_and_join()
+            .map_err(|source| Error::Unmount { path: self.mountpoint.clone(), source })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            let _ = s.umount_and_join();
+        }
+    }
+}
+
+/// Unmounts a [`Mount`] by its path (detaching it, as `umount -l`).
+#[derive(Debug, Clone)]
+pub struct Unmounter {
+    mountpoint: PathBuf,
+}
+
+impl Unmounter {
+    /// Detach the mount; the [`Mount`]'s [`join`](Mount::join) returns once the kernel has
+    /// let go of it.
+    pub fn unmount(&self) -> Result<(), Error> {
+        nix::mount::umount2(&self.mountpoint, nix::mount::MntFlags::MNT_DETACH).map_err(|e| {
+            Error::Unmount { path: self.mountpoint.clone(), source: io::Error::from(e) }
+        })
+    }
+}
+
+/// Mount the adz files of directory `source` on `mountpoint` and serve it from a
+/// background thread until the returned [`Mount`] is unmounted or dropped.
+pub fn mount(source: &Path, mountpoint: &Path, opts: MountOptions) -> Result<Mount, Error> {
+    opts.write.check()?;
+    let fs = AdzFs::new(source, &opts)?;
+    let mut mount_options = vec![
+        fuser::MountOption::FSName(format!("adz:{}", source.display())),
+        fuser::MountOption::Subtype("adz".to_owned()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    if opts.read_only {
+        mount_options.push(fuser::MountOption::RO);
+    }
+    let mut config = fuser::Config::default();
+    config.mount_options = mount_options;
+    // Root mounts for everyone, as a local file system would; permissions are checked by
+    // the kernel (default_permissions) against the modes and owners in the source.
+    if nix::unistd::geteuid().is_root() {
+        config.acl = fuser::SessionACL::All;
+    }
+    config.n_threads = Some(opts.fuse_threads.max(1));
+    let session = fuser::spawn_mount(fs, mountpoint, &config)
+        .map_err(|source| Error::Mount { path: mountpoint.to_path_buf(), source })?;
+    Ok(Mount { session: Some(session), mountpoint: mountpoint.to_path_buf() })
+}
+
+/// Print this crate's log (damaged frames, failed commits) on stderr as `adz mount: ...`,
+/// and only errors of the FUSE library (which warns about every operation a file system
+/// leaves to the kernel, such as extended attributes). For a binary; call it once.
+pub fn log_to_stderr() {
+    struct Stderr;
+    impl log::Log for Stderr {
+        fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+            m.level() <= log::Level::Error
+                || (m.target().starts_with("adz_fuse") && m.level() <= log::Level::Info)
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            if self.enabled(r.metadata()) {
+                eprintln!("adz mount: {}: {}", r.level().as_str().to_lowercase(), r.args());
+            }
+        }
+        fn flush(&self) {}
+    }
+    static LOGGER: Stderr = Stderr;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+}

@@ -1,0 +1,152 @@
+//! Real FUSE mounts for the tests: a source and a mount point in a temporary directory, and
+//! a guard that always unmounts.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use adz_fuse::{Mount, MountOptions};
+
+/// Whether the tests may mount. Without /dev/fuse they fail, unless ADZ_FUSE_OPTIONAL=1
+/// says that skipping is fine here.
+pub fn fuse_available() -> bool {
+    if Path::new("/dev/fuse").exists() {
+        return true;
+    }
+    if std::env::var("ADZ_FUSE_OPTIONAL").as_deref() == Ok("1") {
+        eprintln!("skipped: /dev/fuse is missing and ADZ_FUSE_OPTIONAL=1");
+        return false;
+    }
+    panic!(
+        "/dev/fuse is missing: the mount tests need FUSE (set ADZ_FUSE_OPTIONAL=1 to skip them)"
+    );
+}
+
+/// A source directory mounted on a mount point; unmounted when dropped.
+pub struct Mounted {
+    pub dir: tempfile::TempDir,
+    pub src: PathBuf,
+    pub mnt: PathBuf,
+    mount: Option<Mount>,
+}
+
+/// Small frames and few threads, so that tests cover many frames with little data.
+pub fn test_options() -> MountOptions {
+    let mut o = MountOptions::default();
+    o.write.block_size = 64 << 10;
+    o.write.threads = 2;
+    o.cache_bytes = 1 << 20;
+    o.decode_threads = 2;
+    o
+}
+
+impl Mounted {
+    /// Mount an empty source (filled by `fill` first), or None if the tests are skipped.
+    pub fn new(fill: impl FnOnce(&Path)) -> Option<Mounted> {
+        Mounted::with(test_options(), fill)
+    }
+
+    pub fn with(opts: MountOptions, fill: impl FnOnce(&Path)) -> Option<Mounted> {
+        if !fuse_available() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        fill(&src);
+        let mount = adz_fuse::mount(&src, &mnt, opts).expect("mount");
+        wait_mounted(&mnt);
+        Some(Mounted { dir, src, mnt, mount: Some(mount) })
+    }
+
+    pub fn unmount(&mut self) {
+        if let Some(m) = self.mount.take() {
+            if m.unmount().is_err() {
+                lazy_unmount(&self.mnt);
+            }
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+pub fn lazy_unmount(mnt: &Path) {
+    let _ = Command::new("umount").arg("-l").arg(mnt).stderr(std::process::Stdio::null()).status();
+}
+
+pub fn is_mounted(mnt: &Path) -> bool {
+    let want = std::fs::canonicalize(mnt).unwrap_or_else(|_| mnt.to_path_buf());
+    let want = want.to_string_lossy().replace(' ', "\\040");
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+}
+
+pub fn wait_mounted(mnt: &Path) {
+    let start = Instant::now();
+    while !is_mounted(mnt) {
+        assert!(start.elapsed() < Duration::from_secs(20), "{} not mounted", mnt.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Deterministic bytes that compress somewhat: words from a small vocabulary.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let words: [&[u8]; 8] =
+        [b"alpha ", b"beta ", b"gamma ", b"delta ", b"0.125 ", b"3.5e-7 ", b"\n", b"temperature "];
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if x % 5 == 0 {
+            out.extend_from_slice(&x.to_le_bytes()[..3]);
+        } else {
+            out.extend_from_slice(words[(x % 8) as usize]);
+        }
+    }
+    out.truncate(len);
+    out
+}
+
+/// An adz file of `raw` with frames of `block` bytes.
+pub fn adz_bytes(raw: &[u8], block: u32) -> Vec<u8> {
+    let opts = adz_core::FrameWriterOptions { block_size: block, ..Default::default() };
+    let mut w = adz_core::FrameWriter::new(Vec::new(), opts).unwrap();
+    w.write_data(raw).unwrap();
+    w.finish().unwrap().0
+}
+
+/// The raw bytes of the adz file at `path`, every checksum checked.
+pub fn decode(path: &Path) -> Vec<u8> {
+    adz_core::open::decompress_slice(&std::fs::read(path).unwrap(), None)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Run a program (bounded in time) and require success.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `timeout 60 PROGRAM`.
+pub fn bounded(program: &str) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("60").arg(program);
+    c
+}

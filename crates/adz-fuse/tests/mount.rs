@@ -1,0 +1,458 @@
+//! Real mounts (root and /dev/fuse): the namespace, reads, writes, unmodified programs,
+//! a damaged frame, and a daemon killed mid-write.
+
+mod common;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{adz_bytes, bounded, data, decode, run, Mounted};
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn namespace_shows_adz_files_by_their_raw_name_and_size() {
+    let raw = data(300_000, 1);
+    let Some(m) = Mounted::new(|src| {
+        fs::write(src.join("a.adz"), adz_bytes(&raw, 64 << 10)).unwrap();
+        fs::set_permissions(src.join("a.adz"), fs::Permissions::from_mode(0o640)).unwrap();
+        fs::write(src.join("plain.txt"), b"as is").unwrap();
+        fs::create_dir(src.join("d")).unwrap();
+        // A plain file shadowed by an adz file of the same visible name.
+        fs::write(src.join("b"), b"shadowed").unwrap();
+        fs::write(src.join("b.adz"), adz_bytes(b"bee", 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    let mnt = &m.mnt;
+    assert_eq!(names(mnt), ["a", "b", "d", "plain.txt"]);
+    let meta = fs::metadata(mnt.join("a")).unwrap();
+    assert_eq!(meta.len(), raw.len() as u64);
+    assert_eq!(meta.mode() & 0o7777, 0o640);
+    assert!(meta.is_file());
+    let src_meta = fs::metadata(m.src.join("a.adz")).unwrap();
+    assert_eq!(meta.mtime(), src_meta.mtime());
+    assert_eq!(fs::read(mnt.join("a")).unwrap(), raw);
+    assert_eq!(fs::read(mnt.join("b")).unwrap(), b"bee");
+    assert_eq!(fs::read(mnt.join("plain.txt")).unwrap(), b"as is");
+    assert!(fs::metadata(mnt.join("a.adz")).is_err(), "the suffix is not visible");
+    assert!(fs::metadata(mnt.join(".adz-staging")).is_err(), "the staging directory is hidden");
+
+    // Directory operations pass through to the source.
+    fs::create_dir(mnt.join("d/e")).unwrap();
+    assert!(m.src.join("d/e").is_dir());
+    fs::rename(mnt.join("a"), mnt.join("d/e/a2")).unwrap();
+    assert!(m.src.join("d/e/a2.adz").is_file());
+    assert_eq!(fs::read(mnt.join("d/e/a2")).unwrap(), raw);
+    assert_eq!(fs::remove_dir(mnt.join("d/e")).unwrap_err().raw_os_error(), Some(libc::ENOTEMPTY));
+    fs::remove_file(mnt.join("d/e/a2")).unwrap();
+    assert!(!m.src.join("d/e/a2.adz").exists());
+    fs::remove_dir(mnt.join("d/e")).unwrap();
+    assert!(!m.src.join("d/e").exists());
+
+    // chmod, utimens, symlinks, statfs.
+    fs::set_permissions(mnt.join("b"), fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(fs::metadata(m.src.join("b.adz")).unwrap().mode() & 0o7777, 0o600);
+    let t = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    File::options().write(true).open(mnt.join("plain.txt")).unwrap().set_modified(t).unwrap();
+    assert_eq!(fs::metadata(mnt.join("plain.txt")).unwrap().modified().unwrap(), t);
+    let f = File::open(mnt.join("b")).unwrap();
+    f.set_modified(t).unwrap();
+    drop(f);
+    assert_eq!(fs::metadata(m.src.join("b.adz")).unwrap().modified().unwrap(), t);
+    std::os::unix::fs::symlink("b", mnt.join("link")).unwrap();
+    assert_eq!(fs::read_link(mnt.join("link")).unwrap(), Path::new("b"));
+    assert_eq!(fs::read(mnt.join("link")).unwrap(), b"bee");
+    let out = run(Command::new("stat").arg("-f").arg("-c").arg("%b %S").arg(mnt));
+    assert!(!out.trim().starts_with("0 "), "statfs reports the source's blocks: {out}");
+    // Hard links are refused with a clear errno.
+    assert_eq!(
+        fs::hard_link(mnt.join("b"), mnt.join("b2")).unwrap_err().raw_os_error(),
+        Some(libc::EPERM)
+    );
+}
+
+#[test]
+fn files_written_through_the_mount_are_adz_files_in_the_source() {
+    let Some(mut m) = Mounted::new(|_| {}) else { return };
+    let raw = data(1_000_000, 2);
+    fs::write(m.mnt.join("new.bin"), &raw).unwrap();
+    assert_eq!(fs::metadata(m.mnt.join("new.bin")).unwrap().len(), raw.len() as u64);
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), raw);
+    // Committed on close: the source holds an adz file of it (S1 on a fast disk may store
+    // the frames raw, so no claim on its size).
+    assert_eq!(decode(&m.src.join("new.bin.adz")), raw);
+
+    // Overwrite in the middle, append, truncate, each through a reopened file.
+    let f = OpenOptions::new().write(true).open(m.mnt.join("new.bin")).unwrap();
+    f.write_all_at(b"MIDDLE", 500_000).unwrap();
+    drop(f);
+    let mut f = OpenOptions::new().append(true).open(m.mnt.join("new.bin")).unwrap();
+    f.write_all(b"TAIL").unwrap();
+    drop(f);
+    let mut want = raw.clone();
+    want[500_000..500_006].copy_from_slice(b"MIDDLE");
+    want.extend_from_slice(b"TAIL");
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), want);
+    OpenOptions::new().write(true).open(m.mnt.join("new.bin")).unwrap().set_len(100).unwrap();
+    want.truncate(100);
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), want);
+    // truncate(2) with no open file, growing: a hole of zeros.
+    run(Command::new("truncate").arg("-s").arg("200000").arg(m.mnt.join("new.bin")));
+    want.resize(200_000, 0);
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), want);
+    // A write past the end leaves a hole.
+    let f = OpenOptions::new().write(true).open(m.mnt.join("new.bin")).unwrap();
+    f.write_all_at(b"far", 300_000).unwrap();
+    drop(f);
+    want.resize(300_000, 0);
+    want.extend_from_slice(b"far");
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), want);
+    // O_TRUNC on open.
+    fs::write(m.mnt.join("new.bin"), b"short").unwrap();
+    assert_eq!(fs::read(m.mnt.join("new.bin")).unwrap(), b"short");
+
+    // An empty file exists as soon as it is created.
+    let f = File::create(m.mnt.join("empty")).unwrap();
+    assert!(m.src.join("empty.adz").is_file());
+    drop(f);
+    assert_eq!(fs::metadata(m.mnt.join("empty")).unwrap().len(), 0);
+
+    m.unmount();
+    assert_eq!(decode(&m.src.join("new.bin.adz")), b"short");
+    assert_eq!(decode(&m.src.join("empty.adz")), b"");
+    assert_eq!(fs::read_dir(m.src.join(".adz-staging")).unwrap().count(), 0, "no staging left");
+}
+
+#[test]
+fn a_reader_sees_the_writer_and_fsync_commits() {
+    let Some(m) = Mounted::new(|_| {}) else { return };
+    let p = m.mnt.join("log");
+    let mut w = File::create(&p).unwrap();
+    w.write_all(b"first ").unwrap();
+    let mut r = File::open(&p).unwrap();
+    let mut s = String::new();
+    r.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "first ", "a reader through the mount sees the bytes written so far");
+    // Not yet committed: the source still holds the empty file.
+    assert_eq!(decode(&m.src.join("log.adz")), b"");
+    w.write_all(b"second").unwrap();
+    w.sync_all().unwrap();
+    assert_eq!(decode(&m.src.join("log.adz")), b"first second", "fsync commits");
+    r.seek(SeekFrom::Start(0)).unwrap();
+    s.clear();
+    r.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "first second");
+}
+
+#[test]
+fn random_reads_decode_only_what_they_need_and_match() {
+    let raw = data(2_000_000, 3);
+    let Some(m) =
+        Mounted::new(|src| fs::write(src.join("big.adz"), adz_bytes(&raw, 64 << 10)).unwrap())
+    else {
+        return;
+    };
+    let f = File::open(m.mnt.join("big")).unwrap();
+    let mut x: u64 = 7;
+    for _ in 0..300 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let off = (x >> 20) % raw.len() as u64;
+        let len = 1 + ((x >> 8) % 200_000) as usize;
+        let mut buf = vec![0; len];
+        let n = f.read_at(&mut buf, off).unwrap();
+        let end = (off as usize + len).min(raw.len());
+        assert_eq!(&buf[..n], &raw[off as usize..end], "read {len} at {off}");
+    }
+}
+
+#[test]
+fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
+    let raw = data(64 << 10 << 3, 4); // 8 frames of 64 KiB
+    let Some(m) = Mounted::new(|src| {
+        let mut file = adz_bytes(&raw, 64 << 10);
+        // Flip a byte in the middle of frame 2's payload (the frames are about the same size).
+        let per = (file.len() - 32) / 8;
+        let at = 32 + 2 * per + per / 2;
+        file[at] ^= 0x55;
+        fs::write(src.join("hurt.adz"), file).unwrap();
+    }) else {
+        return;
+    };
+    let f = File::open(m.mnt.join("hurt")).unwrap();
+    let k = 64 << 10;
+    let mut buf = vec![0; 4096];
+    let mut eio = 0;
+    for frame in 0..8 {
+        match f.read_at(&mut buf, (frame * k + 100) as u64) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], &raw[frame * k + 100..frame * k + 100 + n], "frame {frame}")
+            }
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(libc::EIO), "frame {frame}: {e}");
+                eio += 1;
+            }
+        }
+    }
+    assert_eq!(eio, 1, "exactly the damaged frame fails");
+    // Reading the whole file fails rather than returning wrong bytes.
+    let mut all = Vec::new();
+    let r = File::open(m.mnt.join("hurt")).unwrap().read_to_end(&mut all);
+    assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EIO));
+}
+
+#[test]
+fn cp_tar_and_dd_work_through_the_mount() {
+    let Some(m) = Mounted::new(|_| {}) else { return };
+    let work = m.dir.path().join("work");
+    fs::create_dir_all(work.join("tree/sub")).unwrap();
+    let a = data(700_000, 5);
+    fs::write(work.join("tree/a.dat"), &a).unwrap();
+    fs::write(work.join("tree/sub/b.txt"), data(5_000, 6)).unwrap();
+    fs::write(work.join("tree/sub/empty"), b"").unwrap();
+    std::os::unix::fs::symlink("../a.dat", work.join("tree/sub/link")).unwrap();
+
+    // cp in and out.
+    run(bounded("cp").arg(work.join("tree/a.dat")).arg(m.mnt.join("a.dat")));
+    run(bounded("cmp").arg(work.join("tree/a.dat")).arg(m.mnt.join("a.dat")));
+    run(bounded("cp").arg(m.mnt.join("a.dat")).arg(work.join("back.dat")));
+    assert_eq!(fs::read(work.join("back.dat")).unwrap(), a);
+
+    // tar x into the mount, tar c out of it: the same tree.
+    run(bounded("tar").arg("-C").arg(&work).arg("-cf").arg(work.join("t.tar")).arg("tree"));
+    run(bounded("tar").arg("-C").arg(&m.mnt).arg("-xf").arg(work.join("t.tar")));
+    run(bounded("tar").arg("-C").arg(&m.mnt).arg("-cf").arg(work.join("t2.tar")).arg("tree"));
+    fs::create_dir(work.join("out")).unwrap();
+    run(bounded("tar").arg("-C").arg(work.join("out")).arg("-xf").arg(work.join("t2.tar")));
+    run(bounded("diff")
+        .arg("-r")
+        .arg("--no-dereference")
+        .arg(work.join("tree"))
+        .arg(work.join("out/tree")));
+    assert!(m.src.join("tree/a.dat.adz").is_file());
+    assert!(m.src.join("tree/sub/link").is_symlink());
+    // tar x restores mtimes, after close: they land on the adz files.
+    let want = fs::metadata(work.join("tree/sub/b.txt")).unwrap().mtime();
+    assert_eq!(fs::metadata(m.mnt.join("tree/sub/b.txt")).unwrap().mtime(), want);
+
+    // dd seek= (overwrite in place) and skip= (read from an offset).
+    let patch = data(10_000, 7);
+    fs::write(work.join("patch"), &patch).unwrap();
+    run(bounded("dd")
+        .arg(format!("if={}", work.join("patch").display()))
+        .arg(format!("of={}", m.mnt.join("a.dat").display()))
+        .args(["bs=1000", "seek=300", "conv=notrunc", "status=none"]));
+    let mut want = a.clone();
+    want[300_000..310_000].copy_from_slice(&patch);
+    assert_eq!(fs::read(m.mnt.join("a.dat")).unwrap(), want);
+    run(bounded("dd")
+        .arg(format!("if={}", m.mnt.join("a.dat").display()))
+        .arg(format!("of={}", work.join("skip").display()))
+        .args(["bs=1000", "skip=299", "count=12", "status=none"]));
+    assert_eq!(fs::read(work.join("skip")).unwrap(), &want[299_000..311_000]);
+    assert_eq!(decode(&m.src.join("a.dat.adz")), want);
+}
+
+#[test]
+fn python_reads_and_numpy_memmaps_through_the_mount() {
+    let values: Vec<u8> = (0..100_000u32).flat_map(|i| ((i as f64) * 0.5).to_le_bytes()).collect();
+    let Some(m) =
+        Mounted::new(|src| fs::write(src.join("v.f64.adz"), adz_bytes(&values, 64 << 10)).unwrap())
+    else {
+        return;
+    };
+    let script = r#"
+import sys
+p = sys.argv[1]
+with open(p, 'rb') as f:
+    f.seek(8 * 12345)
+    import struct
+    assert struct.unpack('<d', f.read(8))[0] == 12345 * 0.5
+try:
+    import numpy as np
+except ImportError:
+    print('no numpy'); sys.exit(0)
+a = np.memmap(p, dtype='<f8', mode='r')
+assert a.shape == (100000,), a.shape
+assert float(a[99999]) == 99999 * 0.5
+assert float(a.sum()) == sum(i * 0.5 for i in range(100000))
+print('numpy ok')
+"#;
+    let out = run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("v.f64")));
+    eprintln!("{out}");
+
+    // A shared writable mapping: the kernel writes the pages back, msync commits them.
+    let script = r#"
+import mmap, sys
+p = sys.argv[1]
+with open(p, 'wb') as f:
+    f.write(b'a' * 100000)
+with open(p, 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 0)
+    m[70000:70005] = b'HELLO'
+    m.flush()
+    m.close()
+"#;
+    run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("mapped")));
+    let mut want = vec![b'a'; 100_000];
+    want[70_000..70_005].copy_from_slice(b"HELLO");
+    assert_eq!(fs::read(m.mnt.join("mapped")).unwrap(), want);
+    assert_eq!(decode(&m.src.join("mapped.adz")), want);
+}
+
+#[test]
+fn sqlite_inserts_and_reads_back_through_the_mount() {
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        panic!("sqlite3 is missing: scripts/deps.sh installs it");
+    }
+    let Some(mut m) = Mounted::new(|_| {}) else { return };
+    let db = m.mnt.join("t.db");
+    let mut sql = String::from("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n");
+    for batch in 0..4 {
+        sql.push_str("BEGIN;\n");
+        for i in 0..750 {
+            sql.push_str(&format!(
+                "INSERT INTO t(v) VALUES('row {batch} {i} {}');\n",
+                "x".repeat(i % 50)
+            ));
+        }
+        sql.push_str("COMMIT;\n");
+    }
+    sql.push_str(
+        "UPDATE t SET v = 'changed' WHERE id % 7 = 0;\nDELETE FROM t WHERE id % 11 = 0;\n",
+    );
+    let mut child =
+        bounded("sqlite3").arg(&db).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let q = "PRAGMA integrity_check; SELECT count(*), sum(v = 'changed') FROM t;";
+    let out = run(bounded("sqlite3").arg(&db).arg(q));
+    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    m.unmount();
+    // The database is an adz file in the source, and intact.
+    let plain = m.dir.path().join("plain.db");
+    fs::write(&plain, decode(&m.src.join("t.db.adz"))).unwrap();
+    let out = run(bounded("sqlite3").arg(&plain).arg(q));
+    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+}
+
+#[test]
+fn read_only_mounts_refuse_changes_with_erofs() {
+    let mut o = common::test_options();
+    o.read_only = true;
+    let Some(m) =
+        Mounted::with(o, |src| fs::write(src.join("r.adz"), adz_bytes(b"ro", 1024)).unwrap())
+    else {
+        return;
+    };
+    assert_eq!(fs::read(m.mnt.join("r")).unwrap(), b"ro");
+    let e = OpenOptions::new().write(true).open(m.mnt.join("r")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EROFS));
+    assert_eq!(fs::write(m.mnt.join("n"), b"x").unwrap_err().raw_os_error(), Some(libc::EROFS));
+    assert_eq!(fs::create_dir(m.mnt.join("d")).unwrap_err().raw_os_error(), Some(libc::EROFS));
+}
+
+/// Not a test by itself: the daemon that `killing_the_daemon_*` starts in a child process
+/// (this test binary again) and kills.
+#[test]
+fn daemon_helper() {
+    let (Some(src), Some(mnt)) =
+        (std::env::var_os("ADZ_FUSE_TEST_SRC"), std::env::var_os("ADZ_FUSE_TEST_MNT"))
+    else {
+        return;
+    };
+    let m = adz_fuse::mount(src.as_ref(), mnt.as_ref(), common::test_options()).unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    drop(m);
+}
+
+fn spawn_daemon(src: &Path, mnt: &Path) -> std::process::Child {
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["daemon_helper", "--exact", "--nocapture", "--test-threads=1"])
+        .env("ADZ_FUSE_TEST_SRC", src)
+        .env("ADZ_FUSE_TEST_MNT", mnt)
+        .spawn()
+        .unwrap();
+    common::wait_mounted(mnt);
+    child
+}
+
+#[test]
+fn killing_the_daemon_mid_write_keeps_the_old_version() {
+    if !common::fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let old = data(500_000, 8);
+    fs::write(src.join("f.adz"), adz_bytes(&old, 64 << 10)).unwrap();
+    let mut child = spawn_daemon(&src, &mnt);
+    struct Guard<'a>(&'a Path);
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            common::lazy_unmount(self.0);
+        }
+    }
+    let _g = Guard(&mnt);
+
+    // Overwrite part of the file and append, without closing; then the daemon dies.
+    let f = OpenOptions::new().write(true).open(mnt.join("f")).unwrap();
+    f.write_all_at(&data(100_000, 9), 200_000).unwrap();
+    f.write_all_at(b"new tail", 500_000).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(f);
+    common::lazy_unmount(&mnt);
+
+    assert_eq!(decode(&src.join("f.adz")), old, "the old version is intact");
+    // The new bytes are in the staging file, raw, for whoever wants them.
+    let staged: Vec<_> =
+        fs::read_dir(src.join(".adz-staging")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(staged.len(), 1, "{staged:?}");
+    let bytes = fs::read(&staged[0]).unwrap();
+    assert_eq!(&bytes[500_000..], b"new tail");
+
+    // Killed while committing: the source holds the old or the new version, whole.
+    let big_old = data(6_000_000, 10);
+    fs::write(src.join("g.adz"), adz_bytes(&big_old, 64 << 10)).unwrap();
+    let mut child = spawn_daemon(&src, &mnt);
+    let big_new = data(6_000_000, 11);
+    let mnt2 = mnt.clone();
+    let writer = std::thread::spawn(move || {
+        let mut f = OpenOptions::new().write(true).truncate(true).open(mnt2.join("g")).unwrap();
+        let _ = f.write_all(&big_new);
+        let _ = f.sync_all(); // the commit, during which the daemon is killed
+    });
+    let start = Instant::now();
+    // Wait until the new bytes are staged, so the kill lands in or just before the commit.
+    while start.elapsed() < Duration::from_secs(20) {
+        let staged: u64 = fs::read_dir(src.join(".adz-staging"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .max()
+            .unwrap_or(0);
+        if staged >= 6_000_000 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    common::lazy_unmount(&mnt);
+    writer.join().unwrap();
+    let now = decode(&src.join("g.adz"));
+    assert!(now == big_old || now == data(6_000_000, 11), "a whole version, never a mix");
+    let _ = SystemTime::now();
+}
