@@ -94,15 +94,7 @@ impl FrameEncoder {
         out: &mut Vec<u8>,
         start: usize,
     ) -> Result<(FrameHeader, bool, usize)> {
-        let raw_len = u32::try_from(raw.len())
-            .ok()
-            .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}",
-                    raw.len()
-                ))
-            })?;
+        let raw_len = block_len(raw)?;
         let checksum = xxh3(raw);
         // Grow `out` only where it is short: what it holds past `start` is overwritten.
         let reserve = |out: &mut Vec<u8>, n: usize| {
@@ -167,6 +159,13 @@ impl FrameEncoder {
         out[start..start + FRAME_HEADER_LEN].copy_from_slice(&header.encode());
         Ok((header, stored_raw, end))
     }
+}
+
+/// A block's length as a frame header holds it: 1 to `MAX_FRAME_RAW_LEN` bytes.
+fn block_len(raw: &[u8]) -> Result<u32> {
+    u32::try_from(raw.len()).ok().filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n)).ok_or_else(|| {
+        Error::Config(format!("block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}", raw.len()))
+    })
 }
 
 /// Decodes frames. One per reader thread.
