@@ -25,9 +25,10 @@
 //! Every frame is checked as it is decoded: its header against the index entry, its payload
 //! checksum before the codec sees it, its raw checksum after. A mismatch is an error naming
 //! the frame; a reader never returns wrong bytes. A frame whose bytes the storage cannot fetch
-//! (a server error, a broken connection) is [`Error::FrameFetch`], naming that frame; when a
-//! request for several neighbouring frames fails, each is fetched alone, so only the frames
-//! whose own fetch fails are lost and reads of other frames are untouched.
+//! (a server error, a broken connection) is [`Error::FrameFetch`](crate::Error::FrameFetch),
+//! naming that frame; when a request for several neighbouring frames fails, each is fetched
+//! alone, so only the frames whose own fetch fails are lost and reads of other frames are
+//! untouched.
 
 mod cache;
 mod copy;

@@ -48,7 +48,8 @@ impl Reader {
     }
 
     /// Read up to `len` raw bytes from `offset` (fewer at the end of the file). `len` above
-    /// [`ReaderOptions::max_range_bytes`] is refused before anything is allocated.
+    /// [`ReaderOptions::max_range_bytes`](super::ReaderOptions::max_range_bytes) is refused
+    /// before anything is allocated.
     pub fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         if len > self.opts.max_range_bytes {
             return Err(Error::RangeTooLarge { offset, len, limit: self.opts.max_range_bytes });
