@@ -176,30 +176,7 @@ fn price(a: CostArgs) -> Result<()> {
     let full = m.compression_cost_per_gb(s_per_gb, Machine::Full);
     let idle = m.compression_cost_per_gb(s_per_gb, Machine::Idle);
     let raw_cost = m.storage_cost(a.data_gb, a.days);
-    let rows: Vec<serde_json::Value> = ratios
-        .iter()
-        .map(|&ratio| {
-            let mut row = serde_json::json!({
-                "ratio": ratio,
-                "storage_saved_share": savings_share(ratio),
-                "storage_savings": m.storage_savings(a.data_gb, a.days, ratio),
-                "days_to_redeem_full": m.days_to_redeem(ratio, s_per_gb, Machine::Full),
-                "days_to_redeem_idle": m.days_to_redeem(ratio, s_per_gb, Machine::Idle),
-            });
-            if let Some(link) = a.link {
-                let w = WriteCall {
-                    data_gb: a.data_gb,
-                    link_bps: link.bytes_per_sec(),
-                    ratio,
-                    compression_bps: speed,
-                    asynchronism: a.asynchronism,
-                    prolong: a.prolong,
-                };
-                row["write"] = serde_json::to_value(m.write_cost(&w)).unwrap_or_default();
-            }
-            row
-        })
-        .collect();
+    let rows = price_rows(&m, &a, &ratios, speed);
     if a.json {
         let out = serde_json::json!({
             "model": m,
@@ -222,19 +199,55 @@ fn price(a: CostArgs) -> Result<()> {
     println!("storage per GB-year: {:.4}", m.storage_cost_per_gb_year());
     println!("storing {} GB for {:.2} days uncompressed: {raw_cost:.2}", a.data_gb, a.days);
     println!();
+    print_rows(&rows, a.link.is_some());
+    Ok(())
+}
+
+/// One row per compression ratio: what it saves, when it pays back, and with a link what
+/// one write costs.
+fn price_rows(m: &CostModel, a: &CostArgs, ratios: &[f64], speed: f64) -> Vec<serde_json::Value> {
+    let s_per_gb = 1e9 / speed;
+    ratios
+        .iter()
+        .map(|&ratio| {
+            let mut row = serde_json::json!({
+                "ratio": ratio,
+                "storage_saved_share": savings_share(ratio),
+                "storage_savings": m.storage_savings(a.data_gb, a.days, ratio),
+                "days_to_redeem_full": m.days_to_redeem(ratio, s_per_gb, Machine::Full),
+                "days_to_redeem_idle": m.days_to_redeem(ratio, s_per_gb, Machine::Idle),
+            });
+            if let Some(link) = a.link {
+                let w = WriteCall {
+                    data_gb: a.data_gb,
+                    link_bps: link.bytes_per_sec(),
+                    ratio,
+                    compression_bps: speed,
+                    asynchronism: a.asynchronism,
+                    prolong: a.prolong,
+                };
+                row["write"] = serde_json::to_value(m.write_cost(&w)).unwrap_or_default();
+            }
+            row
+        })
+        .collect()
+}
+
+/// The rows of [`price_rows`] as a table (`write`: with the link's columns).
+fn print_rows(rows: &[serde_json::Value], write: bool) {
     let days = |v: &serde_json::Value| v.as_f64().map_or("never".to_owned(), |d| format!("{d:.1}"));
     print!(
         "{:>7} {:>7} {:>12} {:>12} {:>12}",
         "ratio", "saves", "savings", "days(full)", "days(idle)"
     );
-    if a.link.is_some() {
+    if write {
         print!(
             " {:>10} {:>10} {:>12} {:>12} {:>10}",
             "write s", "raw s", "compr. cost", "mach. saved", "net days"
         );
     }
     println!();
-    for r in &rows {
+    for r in rows {
         print!(
             "{:>7.2} {:>6.1}% {:>12.2} {:>12} {:>12}",
             r["ratio"].as_f64().unwrap_or(0.0),
@@ -255,11 +268,24 @@ fn price(a: CostArgs) -> Result<()> {
         }
         println!();
     }
-    Ok(())
 }
 
 /// Price the adaptive rows (S1, S2, S3) of an `adz-bench run` CSV by their measured duration.
 fn bench(m: &CostModel, path: &Path, json: bool) -> Result<()> {
+    let out = bench_rows(m, path)?;
+    if out.is_empty() {
+        bail!("{} has no adaptive rows (S1/S2/S3) to price", path.display());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print_bench(&out);
+    Ok(())
+}
+
+/// The adaptive rows of the CSV at `path`, each priced.
+fn bench_rows(m: &CostModel, path: &Path) -> Result<Vec<serde_json::Value>> {
     let mut rd = csv::Reader::from_path(path)
         .with_context(|| format!("cannot read the bench results {}", path.display()))?;
     let headers = rd.headers()?.clone();
@@ -318,13 +344,11 @@ fn bench(m: &CostModel, path: &Path, json: bool) -> Result<()> {
             "config": &rec[c_cfg], "ratio": ratio, "cost": c,
         }));
     }
-    if out.is_empty() {
-        bail!("{} has no adaptive rows (S1/S2/S3) to price", path.display());
-    }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
+    Ok(out)
+}
+
+/// The rows of [`bench_rows`] as a table.
+fn print_bench(out: &[serde_json::Value]) {
     println!(
         "{:<16} {:>6} {:<6} {:<12} {:>6} {:>9} {:>9} {:>12} {:>12} {:>9}",
         "dataset",
@@ -338,7 +362,7 @@ fn bench(m: &CostModel, path: &Path, json: bool) -> Result<()> {
         "mach. saved",
         "days"
     );
-    for r in &out {
+    for r in out {
         let c = &r["cost"];
         println!(
             "{:<16} {:>6} {:<6} {:<12} {:>6.3} {:>9.3} {:>9.3} {:>12.8} {:>12.8} {:>9}",
@@ -354,5 +378,4 @@ fn bench(m: &CostModel, path: &Path, json: bool) -> Result<()> {
             c["days_to_redeem"].as_f64().map_or("never".to_owned(), |d| format!("{d:.2}")),
         );
     }
-    Ok(())
 }

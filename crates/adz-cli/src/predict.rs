@@ -146,22 +146,7 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         bail!("--budget must be a positive fraction, e.g. 0.02");
     }
     let input = Input::open(&a.input)?;
-    let threads = threads(a.threads);
-    let mut cfg = PredictConfig {
-        threads,
-        block_size: u64::from(a.block_size),
-        time_budget: a.budget,
-        cpus: std::thread::available_parallelism().map_or(threads, |n| n.get()),
-        ..PredictConfig::default()
-    };
-    if !a.rungs.is_empty() {
-        cfg.rungs = a.rungs.clone();
-    }
-    cfg.sample.slices = a.slices.max(1);
-    cfg.sample.probes = a.probes;
-    cfg.sample.mixed_slices = a.mixed_slices;
-    cfg.sample.seed = a.seed;
-    cfg.sample.max_slice = a.block_size as usize;
+    let cfg = predict_config(&a);
     // stdin is read into memory (bounded); a file is sampled where it lies.
     let stdin_data = match &input {
         // An object is read like stdin: its first --stdin-limit bytes.
@@ -192,30 +177,8 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
     let pred = predictor
         .predict(&sample, a.strategy, link)
         .with_context(|| format!("predicting for {}", input.describe()))?;
-
     let check = if a.check {
-        let model = predictor.model(pred.data_bytes);
-        let mut out = Vec::new();
-        for r in pred.rungs.iter().chain(&pred.extrapolated) {
-            let mut src: Box<dyn Read> = match &stdin_data {
-                Some(d) => Box::new(&d[..]),
-                None => input.reader()?,
-            };
-            let real = predictor
-                .measure_stream(&mut src, r.spec)
-                .with_context(|| format!("compressing {} with {}", input.describe(), r.spec))?;
-            let time = link.map(|l| model.time_compressed(real, l));
-            out.push(Check {
-                spec: r.spec.to_string(),
-                ratio: real.ratio,
-                speed: real.speed,
-                time,
-                ratio_error: r.ratio / real.ratio - 1.0,
-                speed_error: r.speed / real.speed - 1.0,
-                time_error: r.time.zip(time).map(|(p, t)| p / t - 1.0),
-            });
-        }
-        Some(out)
+        Some(check_rungs(&mut predictor, &pred, &input, stdin_data.as_deref(), link)?)
     } else {
         None
     };
@@ -226,25 +189,89 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         _ => input.describe(),
     };
     if a.json {
-        let mut report = serde_json::json!({ "input": name, "prediction": &pred });
-        if let Some(check) = &check {
-            report["check"] = check
-                .iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "spec": c.spec, "ratio": c.ratio, "speed": c.speed, "time": c.time,
-                        "ratio_error": c.ratio_error, "speed_error": c.speed_error,
-                        "time_error": c.time_error,
-                    })
-                })
-                .collect();
-        }
-        // Through io::Write, so that a closed pipe is an io::Error (success for `| head`).
-        let text = serde_json::to_string_pretty(&report)?;
-        writeln!(out, "{text}")?;
-        return Ok(ExitCode::SUCCESS);
+        return print_json(&mut out, &name, &pred, check.as_deref());
     }
     print_text(&mut out, &name, &pred, check.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The predictor's configuration from the command line.
+fn predict_config(a: &PredictArgs) -> PredictConfig {
+    let threads = threads(a.threads);
+    let mut cfg = PredictConfig {
+        threads,
+        block_size: u64::from(a.block_size),
+        time_budget: a.budget,
+        cpus: std::thread::available_parallelism().map_or(threads, |n| n.get()),
+        ..PredictConfig::default()
+    };
+    if !a.rungs.is_empty() {
+        cfg.rungs = a.rungs.clone();
+    }
+    cfg.sample.slices = a.slices.max(1);
+    cfg.sample.probes = a.probes;
+    cfg.sample.mixed_slices = a.mixed_slices;
+    cfg.sample.seed = a.seed;
+    cfg.sample.max_slice = a.block_size as usize;
+    cfg
+}
+
+/// `--check`: every rung predicted (the extrapolated start too) compressed over the whole
+/// input, one thread, against its prediction.
+fn check_rungs(
+    predictor: &mut Predictor,
+    pred: &Prediction,
+    input: &Input,
+    stdin_data: Option<&[u8]>,
+    link: Option<f64>,
+) -> Result<Vec<Check>> {
+    let model = predictor.model(pred.data_bytes);
+    let mut out = Vec::new();
+    for r in pred.rungs.iter().chain(&pred.extrapolated) {
+        let mut src: Box<dyn Read> = match stdin_data {
+            Some(d) => Box::new(d),
+            None => input.reader()?,
+        };
+        let real = predictor
+            .measure_stream(&mut src, r.spec)
+            .with_context(|| format!("compressing {} with {}", input.describe(), r.spec))?;
+        let time = link.map(|l| model.time_compressed(real, l));
+        out.push(Check {
+            spec: r.spec.to_string(),
+            ratio: real.ratio,
+            speed: real.speed,
+            time,
+            ratio_error: r.ratio / real.ratio - 1.0,
+            speed_error: r.speed / real.speed - 1.0,
+            time_error: r.time.zip(time).map(|(p, t)| p / t - 1.0),
+        });
+    }
+    Ok(out)
+}
+
+/// `--json`: the prediction, and the check if there is one.
+fn print_json(
+    out: &mut impl Write,
+    name: &str,
+    pred: &Prediction,
+    check: Option<&[Check]>,
+) -> Result<ExitCode> {
+    let mut report = serde_json::json!({ "input": name, "prediction": pred });
+    if let Some(check) = check {
+        report["check"] = check
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "spec": c.spec, "ratio": c.ratio, "speed": c.speed, "time": c.time,
+                    "ratio_error": c.ratio_error, "speed_error": c.speed_error,
+                    "time_error": c.time_error,
+                })
+            })
+            .collect();
+    }
+    // Through io::Write, so that a closed pipe is an io::Error (success for `| head`).
+    let text = serde_json::to_string_pretty(&report)?;
+    writeln!(out, "{text}")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -273,6 +300,17 @@ fn print_text(
     p: &Prediction,
     check: Option<&[Check]>,
 ) -> std::io::Result<()> {
+    print_inputs(out, name, p)?;
+    print_rungs(out, p)?;
+    print_decision(out, p)?;
+    if let Some(check) = check {
+        print_check(out, check)?;
+    }
+    Ok(())
+}
+
+/// The input, the sample, the heuristic's verdict, the write and the pipeline's costs.
+fn print_inputs(out: &mut impl Write, name: &str, p: &Prediction) -> std::io::Result<()> {
     let h = &p.heuristic;
     writeln!(out, "input:      {name}: {} bytes", p.data_bytes)?;
     writeln!(
@@ -323,6 +361,11 @@ fn print_text(
     if let Some(t) = p.time_raw {
         writeln!(out, "raw:        {t:.3} s through the link")?;
     }
+    Ok(())
+}
+
+/// The rungs measured, those skipped, and the extrapolated start.
+fn print_rungs(out: &mut impl Write, p: &Prediction) -> std::io::Result<()> {
     if !p.rungs.is_empty() {
         writeln!(
             out,
@@ -358,6 +401,11 @@ fn print_text(
             e.speedup.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}x")),
         )?;
     }
+    Ok(())
+}
+
+/// Where to start, and why.
+fn print_decision(out: &mut impl Write, p: &Prediction) -> std::io::Result<()> {
     let decision = if p.start == CodecSpec::NONE {
         "raw: compression does not pay".to_owned()
     } else if p.extrapolated.is_some() {
@@ -378,25 +426,28 @@ fn print_text(
         )?,
         None => writeln!(out, "\ndecision:   {decision}")?,
     }
-    if let Some(check) = check {
+    Ok(())
+}
+
+/// `--check`: each rung on the whole input against its prediction.
+fn print_check(out: &mut impl Write, check: &[Check]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\ncheck (whole input, one thread):\n{:<10} {:>8} {:>9} {:>14} {:>9} {:>11} {:>9}",
+        "rung", "ratio", "error", "speed/thread", "error", "write time", "error"
+    )?;
+    for c in check {
         writeln!(
             out,
-            "\ncheck (whole input, one thread):\n{:<10} {:>8} {:>9} {:>14} {:>9} {:>11} {:>9}",
-            "rung", "ratio", "error", "speed/thread", "error", "write time", "error"
+            "{:<10} {:>8.3} {:>+8.1}% {:>14} {:>+8.1}% {:>11} {:>9}",
+            c.spec,
+            c.ratio,
+            c.ratio_error * 100.0,
+            mbs(c.speed),
+            c.speed_error * 100.0,
+            c.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
+            c.time_error.map_or_else(|| "-".to_owned(), |e| format!("{:+.1}%", e * 100.0)),
         )?;
-        for c in check {
-            writeln!(
-                out,
-                "{:<10} {:>8.3} {:>+8.1}% {:>14} {:>+8.1}% {:>11} {:>9}",
-                c.spec,
-                c.ratio,
-                c.ratio_error * 100.0,
-                mbs(c.speed),
-                c.speed_error * 100.0,
-                c.time.map_or_else(|| "-".to_owned(), |t| format!("{t:.3} s")),
-                c.time_error.map_or_else(|| "-".to_owned(), |e| format!("{:+.1}%", e * 100.0)),
-            )?;
-        }
     }
     Ok(())
 }

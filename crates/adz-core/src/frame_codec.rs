@@ -79,10 +79,8 @@ impl FrameEncoder {
     /// As [`encode_split`](Self::encode_split), but the frame is written over `out` from
     /// `start` and `out` is not shortened: the frame is `out[start..end]` (`end` is the third
     /// value), and what follows it is left over from earlier frames. A caller that keeps a
-    /// frame buffer at the longest length it has had saves zeroing it for every block:
-    /// sizing a buffer to the codec's bound was a memset of a block or more per frame, 29 %
-    /// of the CPU profile of a 512 MiB lz4:1 write of sparse data and 8.5 % of zstd:1 on
-    /// doubles.
+    /// frame buffer at the longest length it has had saves zeroing it for every block
+    /// (docs/decisions/0025-no-per-block-overhead-on-the-data-path.md).
     #[allow(clippy::too_many_arguments)] // encode_split's arguments and where to write
     pub fn encode_at(
         &mut self,
@@ -94,15 +92,7 @@ impl FrameEncoder {
         out: &mut Vec<u8>,
         start: usize,
     ) -> Result<(FrameHeader, bool, usize)> {
-        let raw_len = u32::try_from(raw.len())
-            .ok()
-            .filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n))
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}",
-                    raw.len()
-                ))
-            })?;
+        let raw_len = block_len(raw)?;
         let checksum = xxh3(raw);
         // Grow `out` only where it is short: what it holds past `start` is overwritten.
         let reserve = |out: &mut Vec<u8>, n: usize| {
@@ -167,6 +157,13 @@ impl FrameEncoder {
         out[start..start + FRAME_HEADER_LEN].copy_from_slice(&header.encode());
         Ok((header, stored_raw, end))
     }
+}
+
+/// A block's length as a frame header holds it: 1 to `MAX_FRAME_RAW_LEN` bytes.
+fn block_len(raw: &[u8]) -> Result<u32> {
+    u32::try_from(raw.len()).ok().filter(|n| (1..=MAX_FRAME_RAW_LEN).contains(n)).ok_or_else(|| {
+        Error::Config(format!("block of {} bytes: must be 1..={MAX_FRAME_RAW_LEN}", raw.len()))
+    })
 }
 
 /// Decodes frames. One per reader thread.

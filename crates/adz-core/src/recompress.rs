@@ -38,7 +38,7 @@ use adz_format::{
     FRAME_HEADER_LEN,
 };
 use adz_store::{Storage, Upload};
-use crossbeam::channel::{bounded, Sender};
+use crossbeam::channel::{bounded, Receiver, Sender};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -414,74 +414,17 @@ fn rewrite(
     let out = crossbeam::scope(|s| {
         let reader_tx = msg_tx.clone();
         let stop = &stop;
+        let scanner = &mut scanner;
         s.spawn(move |_| {
-            let send_fail = |tx: &Sender<Msg>, e: Error, offset: u64| {
-                let failed = match e.frame() {
-                    Some(frame) => RecompressError::Damaged {
-                        name: name.to_owned(),
-                        frame,
-                        offset,
-                        source: Box::new(e),
-                    },
-                    None => RecompressError::Read { name: name.to_owned(), source: Box::new(e) },
-                };
-                let _ = tx.send(Msg::Failed(failed));
-            };
-            loop {
-                if stop.load(Ordering::Relaxed) || credit_rx.recv().is_err() {
-                    return;
-                }
-                match scanner.next_frame() {
-                    Ok(Some(f)) => {
-                        progress(scanner.offset());
-                        let job = Job {
-                            seq: f.frame,
-                            offset: f.offset,
-                            header: f.header,
-                            payload: scanner.payload().to_vec(),
-                        };
-                        if job_tx.send(job).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => {
-                        let frames = scanner.frames_seen().entries().len() as u64;
-                        let file_len = scanner.offset();
-                        let _ = reader_tx.send(Msg::End { frames, file_len });
-                        return;
-                    }
-                    Err(e) => {
-                        let offset = scanner.offset();
-                        return send_fail(&reader_tx, e, offset);
-                    }
-                }
-            }
+            scan_frames(scanner, &credit_rx, &job_tx, &reader_tx, stop, name, progress)
         });
         for _ in 0..threads {
             let rx = job_rx.clone();
             let tx = msg_tx.clone();
             let cpu = &cpu;
             s.spawn(move |_| {
-                let mut w = Worker {
-                    dec: FrameDecoder::new(),
-                    enc: FrameEncoder::new(),
-                    raw: Vec::new(),
-                    check: Vec::new(),
-                };
-                let t0 = cpu_time::ThreadTime::now();
-                for job in rx {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let msg = match w.process(job, opts, name) {
-                        Ok(d) => Msg::Frame(d),
-                        Err(e) => Msg::Failed(e),
-                    };
-                    if tx.send(msg).is_err() {
-                        break;
-                    }
-                }
-                *cpu.lock().unwrap_or_else(|e| e.into_inner()) += t0.elapsed().as_secs_f64();
+                let secs = recode_frames(&rx, &tx, stop, opts, name);
+                *cpu.lock().unwrap_or_else(|e| e.into_inner()) += secs;
             });
         }
         drop(job_rx);
@@ -499,6 +442,91 @@ fn rewrite(
     let (recoded, frames, written) = out?;
     let cpu = *cpu.lock().unwrap_or_else(|e| e.into_inner());
     Ok((recoded, frames, cpu, written))
+}
+
+/// The reader thread of [`rewrite`]: scan the source frame by frame, one credit per frame,
+/// and hand each to the workers; the end (or the failure) goes to the writer on `msg_tx`.
+fn scan_frames(
+    scanner: &mut crate::FrameScanner<BufReader<StorageRead>>,
+    credit_rx: &Receiver<()>,
+    job_tx: &Sender<Job>,
+    msg_tx: &Sender<Msg>,
+    stop: &AtomicBool,
+    name: &str,
+    progress: &(dyn Fn(u64) + Sync),
+) {
+    let send_fail = |tx: &Sender<Msg>, e: Error, offset: u64| {
+        let failed = match e.frame() {
+            Some(frame) => RecompressError::Damaged {
+                name: name.to_owned(),
+                frame,
+                offset,
+                source: Box::new(e),
+            },
+            None => RecompressError::Read { name: name.to_owned(), source: Box::new(e) },
+        };
+        let _ = tx.send(Msg::Failed(failed));
+    };
+    loop {
+        if stop.load(Ordering::Relaxed) || credit_rx.recv().is_err() {
+            return;
+        }
+        match scanner.next_frame() {
+            Ok(Some(f)) => {
+                progress(scanner.offset());
+                let job = Job {
+                    seq: f.frame,
+                    offset: f.offset,
+                    header: f.header,
+                    payload: scanner.payload().to_vec(),
+                };
+                if job_tx.send(job).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {
+                let frames = scanner.frames_seen().entries().len() as u64;
+                let file_len = scanner.offset();
+                let _ = msg_tx.send(Msg::End { frames, file_len });
+                return;
+            }
+            Err(e) => {
+                let offset = scanner.offset();
+                return send_fail(msg_tx, e, offset);
+            }
+        }
+    }
+}
+
+/// A worker of [`rewrite`]: re-encode the frames of `rx` and send each (or its failure) to
+/// the writer. Returns the CPU seconds it spent.
+fn recode_frames(
+    rx: &Receiver<Job>,
+    tx: &Sender<Msg>,
+    stop: &AtomicBool,
+    opts: &RecompressOptions,
+    name: &str,
+) -> f64 {
+    let mut w = Worker {
+        dec: FrameDecoder::new(),
+        enc: FrameEncoder::new(),
+        raw: Vec::new(),
+        check: Vec::new(),
+    };
+    let t0 = cpu_time::ThreadTime::now();
+    for job in rx {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let msg = match w.process(job, opts, name) {
+            Ok(d) => Msg::Frame(d),
+            Err(e) => Msg::Failed(e),
+        };
+        if tx.send(msg).is_err() {
+            break;
+        }
+    }
+    t0.elapsed().as_secs_f64()
 }
 
 /// Write frames as they come back, in order, then the trailer. Returns ((re-encoded,
