@@ -3,6 +3,7 @@
 
 mod analyze;
 mod cost;
+mod dataset;
 mod generate;
 mod io;
 mod predict;
@@ -109,6 +110,9 @@ enum Command {
     /// Compressibility, zero blocks and deduplication of data, from a sample.
     #[command(after_help = analyze::AFTER_HELP)]
     Analyze(analyze::AnalyzeArgs),
+    /// Many writers, one dataset: write parts, commit them, read them as one file.
+    #[command(after_help = dataset::AFTER_HELP)]
+    Dataset(dataset::DatasetArgs),
     /// Print the man page or shell completions (`make install` installs them).
     Generate(generate::GenerateArgs),
 }
@@ -289,6 +293,7 @@ fn main() -> ExitCode {
         Command::Cost(a) => cost::run(a),
         Command::Recompress(a) => recompress::run(a),
         Command::Analyze(a) => analyze::run(a),
+        Command::Dataset(a) => dataset::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
@@ -333,6 +338,7 @@ impl StdoutUse {
             | Command::Cost(_)
             | Command::Recompress(_)
             | Command::Analyze(_)
+            | Command::Dataset(_)
             | Command::Generate(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
