@@ -130,7 +130,7 @@ pub enum DatasetError {
         range: Range<u64>,
         /// What failed.
         #[source]
-        source: crate::Error,
+        source: Box<crate::Error>,
     },
     /// A read touches logical bytes that no part holds (a gap between parts).
     #[error("dataset bytes {gap:?} are in no part (a gap in the dataset)")]
@@ -163,6 +163,10 @@ pub enum DatasetError {
 }
 
 impl DatasetError {
+    fn part_failed(part: &str, range: Range<u64>, source: crate::Error) -> DatasetError {
+        DatasetError::Part { part: part.to_owned(), range, source: Box::new(source) }
+    }
+
     /// The part the error is about, if one.
     pub fn part(&self) -> Option<&str> {
         match self {
@@ -641,8 +645,7 @@ impl Dataset {
 /// Reads a part's trailer: its raw length, stored size and index checksum, the index read
 /// whole and checked against its checksum (as [`Reader::open`] does).
 fn describe_part(storage: &dyn Storage, name: &str) -> Result<PartEntry> {
-    let part_err =
-        |source: crate::Error| DatasetError::Part { part: name.to_owned(), range: 0..0, source };
+    let part_err = |source: crate::Error| DatasetError::part_failed(name, 0..0, source);
     let f = read_footer(storage, name)?;
     let index_len = f.object_size - f.footer.index_offset;
     if index_len > MAX_MANIFEST_BYTES * 32 {
@@ -668,11 +671,8 @@ struct FooterRead {
 
 fn read_footer(storage: &dyn Storage, name: &str) -> Result<FooterRead> {
     let tail = storage.get_tail(name, FOOTER_LEN as u64)?;
-    let footer = Footer::parse(&tail.bytes, tail.object_size).map_err(|e| DatasetError::Part {
-        part: name.to_owned(),
-        range: 0..0,
-        source: e.into(),
-    })?;
+    let footer = Footer::parse(&tail.bytes, tail.object_size)
+        .map_err(|e| DatasetError::part_failed(name, 0..0, e.into()))?;
     Ok(FooterRead { footer, object_size: tail.object_size })
 }
 
@@ -744,12 +744,11 @@ impl DatasetReader {
             return Ok(Arc::clone(r));
         }
         let p = &self.manifest.parts[i];
-        let part_err =
-            |source| DatasetError::Part { part: p.name.clone(), range: p.range(), source };
+        let part_err = |source| DatasetError::part_failed(&p.name, p.range(), source);
         let mismatch = |what: String| DatasetError::PartMismatch { part: p.name.clone(), what };
         let f = read_footer(&*self.storage, &p.name).map_err(|e| match e {
             DatasetError::Store(s) => part_err(s.into()),
-            DatasetError::Part { source, .. } => part_err(source),
+            DatasetError::Part { source, .. } => part_err(*source),
             other => other,
         })?;
         let sum = format!("{:016x}", f.footer.index_checksum);
@@ -809,9 +808,9 @@ impl DatasetReader {
             let from = offset.max(p.offset);
             let to = end.min(p.offset + p.len);
             let dst = &mut buf[(from - offset) as usize..(to - offset) as usize];
-            let got = reader.read_at(from - p.offset, dst).map_err(|source| {
-                DatasetError::Part { part: p.name.clone(), range: p.range(), source }
-            })?;
+            let got = reader
+                .read_at(from - p.offset, dst)
+                .map_err(|source| DatasetError::part_failed(&p.name, p.range(), source))?;
             if got != dst.len() {
                 return Err(DatasetError::PartMismatch {
                     part: p.name.clone(),
@@ -842,11 +841,9 @@ impl DatasetReader {
         for i in self.parts_for(0..self.len())? {
             let p = &self.manifest.parts[i];
             let reader = self.part(i)?;
-            written += reader.copy_to(&mut out, threads).map_err(|source| DatasetError::Part {
-                part: p.name.clone(),
-                range: p.range(),
-                source,
-            })?;
+            written += reader
+                .copy_to(&mut out, threads)
+                .map_err(|source| DatasetError::part_failed(&p.name, p.range(), source))?;
         }
         out.flush().map_err(|e| crate::Error::io("flushing the output", e))?;
         Ok(written)

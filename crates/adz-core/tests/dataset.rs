@@ -2,6 +2,7 @@
 //! as one file that touch only the parts needed; overlaps, conflicts, swapped and corrupted
 //! parts, gaps and gc.
 
+use std::ops::Range;
 use std::sync::{Arc, Barrier};
 
 use adz_core::dataset::{
@@ -109,7 +110,7 @@ fn a_gap_reads_as_an_error_naming_it_and_the_rest_reads() {
     write_part(&*store, "ds", "a", Placement::At(0), b"0123");
     write_part(&*store, "ds", "b", Placement::At(10), b"abcd");
     let m = Dataset::commit(&*store, "ds", None).unwrap();
-    assert_eq!(m.gaps(), [4..10]);
+    assert_eq!(m.gaps(), vec![Range { start: 4, end: 10 }]);
     let r = DatasetReader::open(store, "ds", ReaderOptions::default()).unwrap();
     assert_eq!(r.read_range(0, 4).unwrap(), b"0123");
     assert_eq!(r.read_range(10, 4).unwrap(), b"abcd");
