@@ -520,7 +520,11 @@ impl Dataset {
             })?);
             last = Some(p);
         }
-        // Listing is sorted by name, so appended parts come in id order.
+        // In byte order of the id (not of the name: `a-b.append` sorts before `a.append`).
+        appended.sort_by(|a, b| {
+            let id = |n: &str| n.trim_end_matches(".append.adz").to_owned();
+            id(&a.name).cmp(&id(&b.name))
+        });
         for mut p in appended {
             p.offset = end;
             end += p.len;

@@ -79,10 +79,20 @@ fn appended_parts_follow_the_placed_ones_in_id_order_and_versions_grow() {
     write_part(&store, "ds", "b", Placement::Append, b"BBB");
     write_part(&store, "ds", "x", Placement::At(0), b"xx");
     write_part(&store, "ds", "a", Placement::Append, b"A");
+    // `a-b` sorts after `a` as an id, before it as an object name (`a-b.` < `a.`).
+    write_part(&store, "ds", "a-b", Placement::Append, b"");
     let m = Dataset::commit(&store, "ds", None).unwrap();
     assert_eq!(m.len, 6);
-    let ranges: Vec<_> = m.parts.iter().map(|p| p.range()).collect();
-    assert_eq!(ranges, [0..2, 2..3, 3..6]);
+    let ranges: Vec<_> = m.parts.iter().map(|p| (p.name.as_str(), p.range())).collect();
+    assert_eq!(
+        ranges,
+        [
+            ("ds.parts/x.at-0.adz", 0..2),
+            ("ds.parts/a.append.adz", 2..3),
+            ("ds.parts/a-b.append.adz", 3..3),
+            ("ds.parts/b.append.adz", 3..6)
+        ]
+    );
 
     // A second commit after another writer: version 2, the old one still there.
     write_part(&store, "ds", "c", Placement::Append, b"CC");
