@@ -687,6 +687,9 @@ pub struct DatasetReader {
     manifest: Manifest,
     opts: ReaderOptions,
     parts: Mutex<Vec<Option<Arc<Reader>>>>,
+    /// The indexes of the non-empty parts: their ends increase, so a read binary-searches
+    /// them (an empty part may sit inside another's range).
+    nonempty: Vec<usize>,
 }
 
 impl std::fmt::Debug for DatasetReader {
@@ -719,7 +722,8 @@ impl DatasetReader {
         opts: ReaderOptions,
     ) -> DatasetReader {
         let n = manifest.parts.len();
-        DatasetReader { storage, manifest, opts, parts: Mutex::new(vec![None; n]) }
+        let nonempty = (0..n).filter(|&i| manifest.parts[i].len > 0).collect();
+        DatasetReader { storage, manifest, opts, parts: Mutex::new(vec![None; n]), nonempty }
     }
 
     /// The manifest read.
@@ -777,15 +781,14 @@ impl DatasetReader {
     fn parts_for(&self, range: Range<u64>) -> Result<Vec<usize>> {
         let parts = &self.manifest.parts;
         // The first part that ends after range.start.
-        let first = parts.partition_point(|p| p.offset + p.len <= range.start);
+        let first =
+            self.nonempty.partition_point(|&i| parts[i].offset + parts[i].len <= range.start);
         let mut at = range.start;
         let mut out = Vec::new();
-        for (i, p) in parts.iter().enumerate().skip(first) {
+        for &i in &self.nonempty[first..] {
+            let p = &parts[i];
             if at >= range.end {
                 break;
-            }
-            if p.len == 0 {
-                continue;
             }
             if p.offset > at {
                 return Err(DatasetError::Gap { gap: at..p.offset.min(range.end) });

@@ -276,3 +276,16 @@ fn a_manifest_pointing_outside_its_parts_is_refused() {
     let e = Dataset::latest(&store, "ds").unwrap_err();
     assert!(matches!(e, DatasetError::BadManifest { .. }), "{e}");
 }
+
+#[test]
+fn an_empty_part_inside_another_does_not_hide_it() {
+    let store = Arc::new(MemoryStorage::new());
+    write_part(&*store, "ds", "a", Placement::At(0), b"01234");
+    write_part(&*store, "ds", "b", Placement::At(5), b"56789");
+    write_part(&*store, "ds", "e", Placement::At(3), b"");
+    Dataset::commit(&*store, "ds", None).unwrap();
+    let r = DatasetReader::open(store, "ds", ReaderOptions::default()).unwrap();
+    for start in 0..10 {
+        assert_eq!(r.read_range(start, 10).unwrap(), &b"0123456789"[start as usize..], "{start}");
+    }
+}
