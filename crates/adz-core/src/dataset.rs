@@ -51,7 +51,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use adz_format::{Footer, Index, FOOTER_LEN};
+use adz_format::{Footer, IndexParser, FOOTER_LEN};
 use adz_store::Storage;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -67,6 +67,9 @@ pub const MANIFEST_KIND: &str = "adz-dataset";
 /// The largest manifest a reader accepts (about 100,000 parts); a larger one is refused
 /// before it is read.
 pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+
+/// The largest piece of a part's index a commit reads at once.
+const INDEX_PIECE: u64 = 4 << 20;
 
 /// The longest writer id.
 pub const MAX_ID_LEN: usize = 64;
@@ -651,14 +654,17 @@ impl Dataset {
 fn describe_part(storage: &dyn Storage, name: &str) -> Result<PartEntry> {
     let part_err = |source: crate::Error| DatasetError::part_failed(name, 0..0, source);
     let f = read_footer(storage, name)?;
-    let index_len = f.object_size - f.footer.index_offset;
-    if index_len > MAX_MANIFEST_BYTES * 32 {
-        return Err(part_err(crate::Error::Config(format!(
-            "an index of {index_len} bytes is above what a dataset commit reads"
-        ))));
+    // In pieces, each checked before the next is asked for (as `Reader::open` does), so a
+    // footer that lies about its index costs one piece.
+    let mut parser = IndexParser::new(&f.footer);
+    let mut at = f.footer.index_offset;
+    while at < f.object_size {
+        let end = f.object_size.min(at + INDEX_PIECE);
+        let piece = storage.get_range(name, at..end)?;
+        parser.feed(&piece).map_err(|e| part_err(e.into()))?;
+        at = end;
     }
-    let bytes = storage.get_range(name, f.footer.index_offset..f.object_size)?;
-    let index = Index::parse(&bytes, &f.footer).map_err(|e| part_err(e.into()))?;
+    let index = parser.finish().map_err(|e| part_err(e.into()))?;
     Ok(PartEntry {
         name: name.to_owned(),
         offset: 0,

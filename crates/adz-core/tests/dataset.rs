@@ -289,3 +289,19 @@ fn an_empty_part_inside_another_does_not_hide_it() {
         assert_eq!(r.read_range(start, 10).unwrap(), &b"0123456789"[start as usize..], "{start}");
     }
 }
+
+#[test]
+fn a_part_with_a_damaged_index_is_refused_at_commit_by_name() {
+    let store = MemoryStorage::new();
+    write_part(&store, "ds", "a", Placement::At(0), &part_data(0, 100_000));
+    let name = "ds.parts/a.at-0.adz";
+    let mut bytes = store.get(name).unwrap();
+    // The first index entry: after the 16-byte index header, which the footer points at.
+    let footer = &bytes[bytes.len() - 40..];
+    let index_offset = u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize;
+    bytes[index_offset + 16] ^= 1;
+    store.put(name, &bytes).unwrap();
+    let e = Dataset::commit(&store, "ds", None).unwrap_err();
+    assert_eq!(e.part(), Some(name), "{e}");
+    assert_eq!(Dataset::latest_version(&store, "ds").unwrap(), 0);
+}
