@@ -36,12 +36,13 @@
 //! # Commit without a conditional put
 //!
 //! [`Storage`] has no create-if-absent, so a commit claims version N in two steps: it writes
-//! its candidate under a name no one else uses, then lists. If it sees another candidate for N,
-//! or a committed `vN`, it removes its candidate and fails with
-//! [`DatasetError::CommitConflict`]; otherwise it writes `vN`. Of two racing commits the one
-//! that lists last sees the other's candidate, so at most one writes `vN` (both may lose when
-//! each sees the other; a retry then wins). This needs a store whose list sees every write
-//! that finished before it (local files, MinIO, AWS S3 since 2020).
+//! its candidate under a name no one else uses, then lists. If it sees a committed `vN`, it
+//! removes its candidate and fails with [`DatasetError::CommitConflict`]; if it sees only
+//! other candidates for N, it removes its own, waits a random while and tries again (6 times
+//! at most); otherwise it writes `vN`. Of two racing commits the one that lists last sees the
+//! other's candidate, so at most one writes `vN`, and the backoff lets one through when both
+//! saw each other. This needs a store whose list sees every write that finished before it
+//! (local files, MinIO, AWS S3 since 2020).
 
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeSet;
@@ -441,6 +442,16 @@ pub struct Dataset;
 
 static TOKEN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Times a commit that saw only rival candidates tries again before it gives up.
+const CLAIM_ATTEMPTS: u32 = 6;
+
+/// A random wait before claim attempt `n` (1..): up to 2^n x 8 ms, about 1 s in all at most.
+fn backoff(n: u32) -> std::time::Duration {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(n);
+    std::time::Duration::from_micros(1000 + h.finish() % (8000u64 << n.min(CLAIM_ATTEMPTS)))
+}
+
 /// A name no other commit uses: the pid, a per-process counter and a random number.
 fn unique_token() -> String {
     let mut h = RandomState::new().build_hasher();
@@ -569,39 +580,54 @@ impl Dataset {
                 reason: e.to_string(),
             })?;
 
-        // Claim the version: a candidate under a unique name, then look for rivals.
+        // Claim the version: a candidate under a unique name, then look for rivals. When
+        // rivals' candidates are all there is (each may have seen the others), everyone backs
+        // off for a random while and tries again, so one of them usually wins.
         let candidates = candidate_prefix(dataset, version);
-        let mine = format!("{candidates}{}", unique_token());
-        storage.put(&mine, &bytes)?;
         let conflict = |why: String| DatasetError::CommitConflict {
             dataset: dataset.to_owned(),
             version,
             why,
         };
-        let rivals = match storage.list(&candidates) {
-            Ok(list) => list.into_iter().filter(|o| o.name != mine).count(),
-            Err(e) => {
+        let mut attempt = 0;
+        loop {
+            let mine = format!("{candidates}{}", unique_token());
+            storage.put(&mine, &bytes)?;
+            let rivals = match storage.list(&candidates) {
+                Ok(list) => list.into_iter().filter(|o| o.name != mine).count(),
+                Err(e) => {
+                    let _ = storage.delete(&mine);
+                    return Err(e.into());
+                }
+            };
+            let committed = match Dataset::latest_version(storage, dataset) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = storage.delete(&mine);
+                    return Err(e);
+                }
+            };
+            if committed >= version || rivals > 0 {
                 let _ = storage.delete(&mine);
-                return Err(e.into());
+                if committed >= version {
+                    return Err(conflict(format!("version {committed} is committed")));
+                }
+                if attempt == CLAIM_ATTEMPTS {
+                    return Err(conflict(format!(
+                        "{rivals} other candidate(s) for it under {candidates}* after \
+                         {CLAIM_ATTEMPTS} tries; `adz dataset gc --stale-candidates` removes \
+                         those of a commit that died"
+                    )));
+                }
+                attempt += 1;
+                std::thread::sleep(backoff(attempt));
+                continue;
             }
-        };
-        let committed = Dataset::latest_version(storage, dataset);
-        let lost = match (rivals, committed) {
-            (_, Err(e)) => Some(e),
-            (_, Ok(v)) if v >= version => Some(conflict(format!("version {v} is committed"))),
-            (n, Ok(_)) if n > 0 => {
-                Some(conflict(format!("{n} other candidate(s) for it under {candidates}*")))
-            }
-            _ => None,
-        };
-        if let Some(e) = lost {
+            storage.put(&manifest_name(dataset, version), &bytes)?;
+            // The committed version now decides; the candidate is no longer needed.
             let _ = storage.delete(&mine);
-            return Err(e);
+            return Ok(manifest);
         }
-        storage.put(&manifest_name(dataset, version), &bytes)?;
-        // The committed version now decides; the candidate is no longer needed.
-        let _ = storage.delete(&mine);
-        Ok(manifest)
     }
 
     /// Removes the parts the latest manifest does not list (those of writers that died or
