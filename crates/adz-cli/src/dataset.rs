@@ -218,19 +218,88 @@ fn cat(a: CatArgs) -> Result<ExitCode> {
     let opts = ReaderOptions { threads: a.threads, ..Default::default() };
     let reader = DatasetReader::open(store, &name, opts)
         .with_context(|| format!("opening {}", a.dataset))?;
+    cat_reader(&a.dataset, &reader, a.offset, a.length, a.threads)
+}
+
+/// The committed dataset `path` names, if it names one and no object (a URL ending in `.adz`
+/// is never taken for a dataset): `adz cat` and `adz decompress` read it as one file.
+fn as_dataset(path: &str, threads: usize) -> Result<Option<DatasetReader>> {
+    // Cheap refusals first, so that reading an adz file costs no extra request: a local path
+    // that exists is a file, and a URL ending in .adz is taken to be an object.
+    let is_url = path.contains("://");
+    if path == "-"
+        || (!is_url && std::path::Path::new(path).exists())
+        || (is_url && path.ends_with(".adz"))
+    {
+        return Ok(None);
+    }
+    let Ok((store, name)) = open::storage_for(path) else { return Ok(None) };
+    if store.size(&name).is_ok() || Dataset::latest_version(&*store, &name).unwrap_or(0) == 0 {
+        return Ok(None);
+    }
+    let opts = ReaderOptions { threads, ..Default::default() };
+    let reader =
+        DatasetReader::open(store, &name, opts).with_context(|| format!("opening {path}"))?;
+    Ok(Some(reader))
+}
+
+/// `adz cat` of a dataset; `None` when `path` is not one.
+pub fn cat_if_dataset(
+    path: &str,
+    offset: u64,
+    length: Option<u64>,
+    threads: usize,
+) -> Result<Option<ExitCode>> {
+    let Some(reader) = as_dataset(path, threads)? else { return Ok(None) };
+    cat_reader(path, &reader, offset, length, threads).map(Some)
+}
+
+/// `adz decompress` of a dataset (OUTPUT required: a dataset name has no `.adz` to strip);
+/// `None` when the input is not one.
+pub fn decompress_if_dataset(a: &crate::DecompressArgs) -> Option<Result<ExitCode>> {
+    let reader = match as_dataset(&a.input, a.read.threads) {
+        Ok(Some(r)) => r,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    Some((|| {
+        let Some(out_arg) = &a.output else {
+            anyhow::bail!("{} is a dataset; give OUTPUT (or - for stdout)", a.input);
+        };
+        let mut output = crate::io::Output::create(out_arg, a.common.force)?;
+        let n = reader
+            .copy_to(&mut output, a.read.threads)
+            .with_context(|| format!("reading {}", a.input))?;
+        let out_name = output.describe();
+        output.commit()?;
+        if !a.common.quiet && out_arg != "-" {
+            let parts = reader.manifest().parts.len();
+            eprintln!("{} -> {out_name}: {parts} parts, {n} bytes", a.input);
+        }
+        Ok(ExitCode::SUCCESS)
+    })())
+}
+
+fn cat_reader(
+    what: &str,
+    reader: &DatasetReader,
+    offset: u64,
+    length: Option<u64>,
+    threads: usize,
+) -> Result<ExitCode> {
     let mut out = crate::io::data_stdout()?;
-    let end = a.length.map_or(reader.len(), |n| a.offset.saturating_add(n).min(reader.len()));
-    if a.offset == 0 && end == reader.len() {
-        reader.copy_to(&mut out, a.threads).with_context(|| format!("reading {}", a.dataset))?;
+    let end = length.map_or(reader.len(), |n| offset.saturating_add(n).min(reader.len()));
+    if offset == 0 && end == reader.len() {
+        reader.copy_to(&mut out, threads).with_context(|| format!("reading {}", what))?;
     } else {
         // In pieces, so memory stays bounded whatever the length.
         const PIECE: u64 = 16 << 20;
-        let mut pos = a.offset;
+        let mut pos = offset;
         while pos < end {
             let n = (end - pos).min(PIECE);
             let bytes = reader
                 .read_range(pos, n)
-                .with_context(|| format!("reading {} at offset {pos}", a.dataset))?;
+                .with_context(|| format!("reading {} at offset {pos}", what))?;
             out.write_all(&bytes).context("writing to stdout")?;
             pos += n;
         }

@@ -283,7 +283,9 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Compress(a) => compress(a),
-        Command::Decompress(a) => decompress(a),
+        Command::Decompress(a) => {
+            dataset::decompress_if_dataset(&a).unwrap_or_else(|| decompress(a))
+        }
         Command::Inspect(a) => inspect(a),
         Command::Verify(a) => verify(a),
         Command::Ls(a) => remote::ls(a),

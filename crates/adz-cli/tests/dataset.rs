@@ -80,6 +80,14 @@ fn eight_processes_write_one_dataset_that_reads_as_the_concatenation() {
     let o = run(&["dataset", "cat", &ds]);
     ok(&o);
     assert!(o.stdout == all, "the whole dataset differs from the concatenation");
+    // `adz cat` and `adz decompress` take a dataset name as they take a file.
+    let o = run(&["cat", &ds, "-o", "150000", "-n", "200000"]);
+    ok(&o);
+    assert!(o.stdout == all[150_000..350_000], "adz cat of a range of the dataset");
+    let out = dir.s("out.bin");
+    ok(&run(&["decompress", &ds, &out]));
+    assert!(std::fs::read(&out).unwrap() == all, "adz decompress of the dataset");
+    assert!(fail(&run(&["decompress", &ds])).contains("give OUTPUT"));
 
     // 50 random ranges through the library, each on a fresh reader, which opens only the
     // parts the range touches; a few through the CLI too.
