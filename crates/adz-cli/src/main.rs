@@ -4,6 +4,7 @@
 mod analyze;
 mod compress;
 mod cost;
+mod dataset;
 mod decompress;
 mod generate;
 mod inspect;
@@ -108,6 +109,9 @@ enum Command {
     /// Mount a directory of adz files as a read-write file system (FUSE; docs/MOUNT.md).
     #[command(after_help = mount::AFTER_HELP)]
     Mount(mount::MountArgs),
+    /// Many writers, one dataset: write parts, commit them, read them as one file.
+    #[command(after_help = dataset::AFTER_HELP)]
+    Dataset(dataset::DatasetArgs),
     /// Print the man page or shell completions (`make install` installs them).
     Generate(generate::GenerateArgs),
 }
@@ -155,7 +159,9 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Compress(a) => compress::compress(a),
-        Command::Decompress(a) => decompress::decompress(a),
+        Command::Decompress(a) => {
+            dataset::decompress_if_dataset(&a).unwrap_or_else(|| decompress::decompress(a))
+        }
         Command::Inspect(a) => inspect::inspect(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Ls(a) => remote::ls(a),
@@ -166,6 +172,7 @@ fn main() -> ExitCode {
         Command::Recompress(a) => recompress::run(a),
         Command::Analyze(a) => analyze::run(a),
         Command::Mount(a) => mount::run(a),
+        Command::Dataset(a) => dataset::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
@@ -211,6 +218,7 @@ impl StdoutUse {
             | Command::Recompress(_)
             | Command::Analyze(_)
             | Command::Mount(_)
+            | Command::Dataset(_)
             | Command::Generate(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }

@@ -275,6 +275,10 @@ pub fn decompress_to(
 }
 
 pub fn cat(a: CatArgs) -> Result<ExitCode> {
+    if let Some(code) = crate::dataset::cat_if_dataset(&a.file, a.offset, a.length, a.read.threads)?
+    {
+        return Ok(code);
+    }
     let input = Input::open(&a.file)?;
     let mut out = crate::io::data_stdout()?;
     let opts =

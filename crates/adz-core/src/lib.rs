@@ -48,6 +48,7 @@
 
 pub mod analyze;
 pub mod cost;
+pub mod dataset;
 mod error;
 mod frame_codec;
 pub mod info;
@@ -63,6 +64,7 @@ mod shadow;
 pub mod stream;
 mod summary;
 
+pub use dataset::{Dataset, DatasetError, DatasetReader, DatasetWriter};
 pub use error::{Error, PipelineError, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;
