@@ -26,8 +26,8 @@ use fuser::{
 use nix::sys::stat::UtimensatFlags;
 use nix::sys::time::TimeSpec;
 
-use crate::cache::FrameCache;
 use crate::{Error, MountOptions, STAGING_DIR};
+use adz_core::reader::FrameCache;
 
 /// How long the kernel may cache a name. Changes made through the mount invalidate it;
 /// changes made to the source behind the mount's back show after this.
@@ -253,7 +253,7 @@ pub struct AdzFs {
     throttle: Option<f64>,
     read_only: bool,
     decode_threads: usize,
-    cache: Mutex<FrameCache>,
+    cache: Mutex<FrameCache<(u64, usize)>>,
     state: Mutex<State>,
     is_root: bool,
 }

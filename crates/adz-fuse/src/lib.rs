@@ -16,7 +16,6 @@
 //! # Ok::<(), adz_fuse::Error>(())
 //! ```
 
-mod cache;
 mod fs;
 
 use std::io;

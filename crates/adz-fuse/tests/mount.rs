@@ -8,7 +8,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use common::{adz_bytes, bounded, data, decode, run, Mounted};
 
@@ -406,13 +406,23 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
     }
     let _g = Guard(&mnt);
 
-    // Overwrite part of the file and append, without closing; then the daemon dies.
-    let f = OpenOptions::new().write(true).open(mnt.join("f")).unwrap();
-    f.write_all_at(&data(100_000, 9), 200_000).unwrap();
-    f.write_all_at(b"new tail", 500_000).unwrap();
+    // Overwrite part of the file and append, without closing; then the daemon dies. The writes
+    // come from a process of their own: a process that forks (this test harness runs other
+    // tests that spawn programs) hands its descriptors to the child, whose close-on-exec sends
+    // FUSE a flush, and a flush commits (docs/MOUNT.md).
+    let patch = dir.path().join("patch");
+    fs::write(&patch, data(100_000, 9)).unwrap();
+    let script = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY)\n\
+        os.pwrite(fd, open(sys.argv[2], 'rb').read(), 200000)\n\
+        os.pwrite(fd, b'new tail', 500000)\n\
+        print('ready', flush=True)\n\
+        sys.stdin.read()\n";
+    let mut holder = python_holding(script, &[&mnt.join("f"), &patch]);
     child.kill().unwrap();
     child.wait().unwrap();
-    drop(f);
+    let _ = holder.kill();
+    let _ = holder.wait();
     common::lazy_unmount(&mnt);
 
     assert_eq!(decode(&src.join("f.adz")), old, "the old version is intact");
@@ -428,31 +438,47 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
     fs::write(src.join("g.adz"), adz_bytes(&big_old, 64 << 10)).unwrap();
     let mut child = spawn_daemon(&src, &mnt);
     let big_new = data(6_000_000, 11);
-    let mnt2 = mnt.clone();
-    let writer = std::thread::spawn(move || {
-        let mut f = OpenOptions::new().write(true).truncate(true).open(mnt2.join("g")).unwrap();
-        let _ = f.write_all(&big_new);
-        let _ = f.sync_all(); // the commit, during which the daemon is killed
-    });
-    let start = Instant::now();
-    // Wait until the new bytes are staged, so the kill lands in or just before the commit.
-    while start.elapsed() < Duration::from_secs(20) {
-        let staged: u64 = fs::read_dir(src.join(".adz-staging"))
-            .unwrap()
-            .filter_map(|e| e.ok()?.metadata().ok())
-            .map(|m| m.len())
-            .max()
-            .unwrap_or(0);
-        if staged >= 6_000_000 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let new_file = dir.path().join("new");
+    fs::write(&new_file, &big_new).unwrap();
+    // The commit (fsync) is where the daemon is killed; the writer is again a process of its own.
+    let script = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+        os.write(fd, open(sys.argv[2], 'rb').read())\n\
+        print('ready', flush=True)\n\
+        try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
+        sys.stdin.read()\n";
+    let mut holder = python_holding(script, &[&mnt.join("g"), &new_file]);
     child.kill().unwrap();
     child.wait().unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
     common::lazy_unmount(&mnt);
-    writer.join().unwrap();
     let now = decode(&src.join("g.adz"));
-    assert!(now == big_old || now == data(6_000_000, 11), "a whole version, never a mix");
-    let _ = SystemTime::now();
+    let first_diff = |v: &[u8]| now.iter().zip(v).position(|(a, b)| a != b);
+    assert!(
+        now == big_old || now == big_new,
+        "a whole version, never a mix: {} bytes; first difference from the old at {:?}, from \
+         the new at {:?}",
+        now.len(),
+        first_diff(&big_old),
+        first_diff(&big_new)
+    );
+}
+
+/// Runs `script` in python3 with `args`, and returns once it printed its first line (its
+/// writes are done and it holds the file open).
+fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
+    use std::io::BufRead;
+    let mut p = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the writer failed");
+    p
 }

@@ -43,7 +43,7 @@ use adz_format::Index;
 use adz_store::Storage;
 use serde::Serialize;
 
-use self::cache::FrameCache;
+pub use self::cache::FrameCache;
 pub use self::cursor::ReaderCursor;
 use crate::FrameDecoder;
 
