@@ -395,6 +395,7 @@ pub fn extrapolate_start(
 
 /// Links (bytes/s) the minimax-regret start is checked against when the link is unknown:
 /// from a slow WAN (25 MB/s) to beyond InfiniBand FDR4 (12 GB/s), a factor of ~2 apart.
+#[doc(hidden)] // a tuning constant, public only for tests/predict.rs
 pub const LINK_GRID: [f64; 10] =
     [25e6, 50e6, 117e6, 250e6, 500e6, 1200e6, 2500e6, 4000e6, 6000e6, 12000e6];
 

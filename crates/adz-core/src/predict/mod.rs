@@ -51,16 +51,19 @@ pub(crate) const BUDGET_LINK: f64 = 1200e6;
 
 /// How many ladder steps past the costliest measured rung (the furthest down the ladder) an
 /// S2/S3 start may be extrapolated, along that rung's codec only (see [`Predictor::predict`]).
+#[doc(hidden)] // a tuning constant, public only for tests/predict.rs
 pub const EXTRAPOLATE_STEPS: usize = 3;
 
 /// CPU seconds per raw byte the pipeline spends besides compressing (reading the input,
 /// cutting and sequencing blocks, handing frames to the store), measured with raw writes on
 /// the benchmark machine; a store's own cost is left out (docs/PREDICTOR.md, "Method").
+#[doc(hidden)] // a tuning constant, public only for tests/predict.rs
 pub const PATH_COST: f64 = 0.22e-9;
 
 /// Seconds per raw byte of the pipeline's slowest one-thread stage (the feeder reading the
 /// input or the sequencer), measured with raw writes on the benchmark machine
 /// (docs/PREDICTOR.md, "Method").
+#[doc(hidden)] // a tuning constant, public only for tests/predict.rs
 pub const SERIAL_COST: f64 = 0.2e-9;
 
 /// The cheapest candidates measured whatever the budget (on a smaller sample if need be).

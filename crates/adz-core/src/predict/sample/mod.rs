@@ -188,6 +188,7 @@ pub struct Feed {
 
 /// The fewest bytes [`Feed`] must have timed to stand for the machine: below that, a read's
 /// fixed cost (the system call, the seek) weighs more than the bytes.
+#[doc(hidden)] // a tuning constant, public only for tests/predict.rs
 pub const FEED_MIN_BYTES: u64 = 64 << 10;
 
 impl Feed {
