@@ -340,22 +340,9 @@ pub fn recompress(
 ) -> Result<RecompressReport, RecompressError> {
     let threads = check(opts)?;
     let started = Instant::now();
-    let read_err =
-        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
-    let reader =
-        Reader::open(Arc::clone(store), name, ReaderOptions::default()).map_err(read_err)?;
+    let read_err = |source: Error| read_error(name, source);
+    let (reader, mut report) = open_unchanged(store, name, opts)?;
     let entries = reader.index().entries();
-    let mut report = RecompressReport {
-        name: name.to_owned(),
-        target: opts.target.to_string(),
-        frames: entries.len() as u64,
-        raw_bytes: reader.len(),
-        bytes_before: reader.file_len(),
-        bytes_after: reader.file_len(),
-        copied: entries.len() as u64,
-        skipped: true,
-        ..Default::default()
-    };
     if pending_frames(entries, opts.target) == 0 {
         report.seconds = started.elapsed().as_secs_f64();
         return Ok(report);
@@ -395,8 +382,7 @@ fn rewrite(
     name: &str,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<((u64, u64), u64, f64, u64), RecompressError> {
-    let read_err =
-        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
+    let read_err = |source: Error| read_error(name, source);
     let write_err = |source| RecompressError::Write { name: name.to_owned(), source };
     let mut scanner = crate::FrameScanner::new(BufReader::with_capacity(1 << 20, src));
     let file_header = scanner.file_header().map_err(read_err)?;
@@ -463,7 +449,7 @@ fn scan_frames(
                 offset,
                 source: Box::new(e),
             },
-            None => RecompressError::Read { name: name.to_owned(), source: Box::new(e) },
+            None => read_error(name, e),
         };
         let _ = tx.send(Msg::Failed(failed));
     };
@@ -580,6 +566,34 @@ fn write_in_order(
     Ok(((recoded, decoded), next, offset + tail.len() as u64))
 }
 
+fn read_error(name: &str, source: Error) -> RecompressError {
+    RecompressError::Read { name: name.to_owned(), source: Box::new(source) }
+}
+
+/// Opens `name` and the report of a run that changes nothing yet: every frame copied, the
+/// file skipped.
+fn open_unchanged(
+    store: &Arc<dyn Storage>,
+    name: &str,
+    opts: &RecompressOptions,
+) -> Result<(Reader, RecompressReport), RecompressError> {
+    let reader = Reader::open(Arc::clone(store), name, ReaderOptions::default())
+        .map_err(|source| read_error(name, source))?;
+    let frames = reader.index().entries().len() as u64;
+    let report = RecompressReport {
+        name: name.to_owned(),
+        target: opts.target.to_string(),
+        frames,
+        raw_bytes: reader.len(),
+        bytes_before: reader.file_len(),
+        bytes_after: reader.file_len(),
+        copied: frames,
+        skipped: true,
+        ..Default::default()
+    };
+    Ok((reader, report))
+}
+
 /// Estimate what [`recompress`] would do, from a sample of the frames it would re-encode
 /// (evenly spread, about `sample_bytes` raw bytes, at least one frame), without writing
 /// anything: the report has `estimated` set, and its sizes and CPU seconds are scaled up from
@@ -592,25 +606,13 @@ pub fn estimate(
 ) -> Result<RecompressReport, RecompressError> {
     check(opts)?;
     let started = Instant::now();
-    let read_err =
-        |source: Error| RecompressError::Read { name: name.to_owned(), source: Box::new(source) };
-    let reader =
-        Reader::open(Arc::clone(store), name, ReaderOptions::default()).map_err(read_err)?;
+    let read_err = |source: Error| read_error(name, source);
+    let (reader, mut report) = open_unchanged(store, name, opts)?;
     let entries = reader.index().entries();
     let todo: Vec<(usize, &IndexEntry)> =
         entries.iter().enumerate().filter(|(_, e)| !frame_done(e, opts.target)).collect();
-    let mut report = RecompressReport {
-        name: name.to_owned(),
-        target: opts.target.to_string(),
-        frames: entries.len() as u64,
-        raw_bytes: reader.len(),
-        bytes_before: reader.file_len(),
-        bytes_after: reader.file_len(),
-        copied: entries.len() as u64,
-        skipped: todo.is_empty(),
-        estimated: true,
-        ..Default::default()
-    };
+    report.skipped = todo.is_empty();
+    report.estimated = true;
     if todo.is_empty() {
         return Ok(report);
     }
