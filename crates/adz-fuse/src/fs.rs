@@ -46,6 +46,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Answers an operation that returns nothing but success or an errno.
+fn answer(reply: ReplyEmpty, r: Result<(), Errno>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
+}
+
 fn errno(e: &io::Error) -> Errno {
     match e.raw_os_error() {
         Some(n) => Errno::from_i32(n),
@@ -1039,10 +1047,7 @@ impl fuser::Filesystem for AdzFs {
             lock(&self.state).detach(&rel);
             Ok(())
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -1055,10 +1060,7 @@ impl fuser::Filesystem for AdzFs {
             lock(&self.state).detach(&rel);
             Ok(())
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn symlink(
@@ -1100,10 +1102,7 @@ impl fuser::Filesystem for AdzFs {
             .child(parent, name)
             .and_then(|from| Ok((from, self.child(newparent, newname)?)))
             .and_then(|(from, to)| self.rename_inner(&from, &to, flags));
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn link(
@@ -1251,10 +1250,7 @@ impl fuser::Filesystem for AdzFs {
         reply: ReplyEmpty,
     ) {
         let adz = matches!(lock(&self.state).handles.get(&fh.0), Some(Handle::Adz { .. }));
-        match if adz { self.commit(ino.0) } else { Ok(()) } {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, if adz { self.commit(ino.0) } else { Ok(()) })
     }
 
     fn release(
@@ -1289,10 +1285,7 @@ impl fuser::Filesystem for AdzFs {
             Some(f) => f.sync_all().map_err(|e| errno(&e)),
             None => self.commit(ino.0),
         };
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn readdir(
@@ -1339,10 +1332,7 @@ impl fuser::Filesystem for AdzFs {
         let r = lock(&self.state).path(ino.0).and_then(|rel| {
             File::open(self.root.join(rel)).and_then(|d| d.sync_all()).map_err(|e| errno(&e))
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, r)
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
