@@ -40,3 +40,14 @@ pub use handle::WriteHandle;
 pub use options::{Predict, WriteOptions, MAX_BUFFERS, MAX_THREADS};
 pub use trace::{TraceRecord, TraceSink};
 pub use writer::{Abandoned, Progress, Writer};
+
+/// Options of a one-thread static zstd:1 write of `block_size` blocks, for the rooms' tests.
+#[cfg(test)]
+fn static_opts(block_size: u32) -> WriteOptions {
+    WriteOptions {
+        strategy: adz_control::Strategy::Static("zstd:1".parse().unwrap()),
+        threads: 1,
+        block_size,
+        ..Default::default()
+    }
+}

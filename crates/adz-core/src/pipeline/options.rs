@@ -178,16 +178,8 @@ impl Default for WriteOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::static_opts;
     use crate::Writer;
-
-    fn static_opts(block_size: u32) -> WriteOptions {
-        WriteOptions {
-            strategy: Strategy::Static("zstd:1".parse().unwrap()),
-            threads: 1,
-            block_size,
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn options_out_of_range_are_refused_before_anything_is_created() {

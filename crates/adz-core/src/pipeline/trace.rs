@@ -315,13 +315,7 @@ mod tests {
             Ok(()) => w.finish().unwrap_err(),
         };
         assert!(matches!(e, Error::Pipeline(_)), "{e:?}");
-        let mut chain = Vec::new();
-        let mut c: Option<&dyn std::error::Error> = Some(&e);
-        while let Some(x) = c {
-            chain.push(x.to_string());
-            c = x.source();
-        }
-        let chain = chain.join(": ");
+        let chain = adz_store::chain_text(&e);
         assert!(
             chain.contains("writing the trace") && chain.contains("trace disk full"),
             "{chain}"

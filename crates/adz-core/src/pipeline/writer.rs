@@ -620,15 +620,7 @@ pub(super) fn settled_interval(status: &Status) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn static_opts(block_size: u32) -> WriteOptions {
-        WriteOptions {
-            strategy: Strategy::Static("zstd:1".parse().unwrap()),
-            threads: 1,
-            block_size,
-            ..Default::default()
-        }
-    }
+    use crate::pipeline::static_opts;
 
     fn files_in(dir: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
