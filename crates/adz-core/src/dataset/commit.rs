@@ -1,0 +1,296 @@
+//! The commit that joins the parts into a manifest version, and the garbage collection of
+//! what no manifest lists.
+
+use super::*;
+
+/// What [`Dataset::gc`] removed (or, with `dry_run`, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GcReport {
+    /// Parts not in the latest manifest.
+    pub parts: Vec<String>,
+    /// Manifests older than the latest, and candidates of decided versions.
+    pub manifests: Vec<String>,
+}
+
+/// How [`Dataset::gc`] works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcOptions {
+    /// List what would be removed, remove nothing.
+    pub dry_run: bool,
+    /// Also remove candidates of the next version: those of a commit that died (which block
+    /// every later commit), but also those of a commit running now, which would break the
+    /// commit protocol. Only when no commit is running.
+    pub stale_candidates: bool,
+}
+
+impl GcOptions {
+    /// Listing only.
+    pub fn dry_run() -> GcOptions {
+        GcOptions { dry_run: true, ..Default::default() }
+    }
+}
+
+/// Operations on a dataset as a whole: commit, load, garbage collection.
+#[derive(Debug, Clone, Copy)]
+pub struct Dataset;
+
+static TOKEN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Times a commit that saw only rival candidates tries again before it gives up.
+const CLAIM_ATTEMPTS: u32 = 6;
+
+/// A random wait before claim attempt `n` (1..): up to 2^n x 8 ms, about 1 s in all at most.
+fn backoff(n: u32) -> std::time::Duration {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(n);
+    std::time::Duration::from_micros(1000 + h.finish() % (8000u64 << n.min(CLAIM_ATTEMPTS)))
+}
+
+/// A name no other commit uses: the pid, a per-process counter and a random number.
+fn unique_token() -> String {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(TOKEN_COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("{:x}-{:016x}", std::process::id(), h.finish())
+}
+
+impl Dataset {
+    /// The latest committed version, 0 if none.
+    pub fn latest_version(storage: &dyn Storage, dataset: &str) -> Result<u64> {
+        let prefix = format!("{}v", manifest_prefix(dataset));
+        Ok(storage
+            .list(&prefix)?
+            .iter()
+            .filter_map(|o| parse_version(&prefix, &o.name))
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// Loads the latest manifest; `None` when nothing was committed.
+    pub fn latest(storage: &dyn Storage, dataset: &str) -> Result<Option<Manifest>> {
+        match Dataset::latest_version(storage, dataset)? {
+            0 => Ok(None),
+            v => Dataset::load(storage, dataset, v).map(Some),
+        }
+    }
+
+    /// Loads manifest `version` and checks it.
+    pub fn load(storage: &dyn Storage, dataset: &str, version: u64) -> Result<Manifest> {
+        let name = manifest_name(dataset, version);
+        let size = storage.size(&name)?;
+        if size > MAX_MANIFEST_BYTES {
+            return Err(DatasetError::BadManifest {
+                name,
+                reason: format!("{size} bytes, above the limit of {MAX_MANIFEST_BYTES}"),
+            });
+        }
+        let bytes = storage.get(&name)?;
+        let manifest: Manifest = serde_json::from_slice(&bytes)
+            .map_err(|e| DatasetError::BadManifest { name: name.clone(), reason: e.to_string() })?;
+        manifest.check(&name, dataset, version)?;
+        Ok(manifest)
+    }
+
+    /// The parts written so far (committed or not), as a manifest would list them, checked:
+    /// each opens as an adz file, placed parts do not overlap.
+    pub fn collect(storage: &dyn Storage, dataset: &str) -> Result<Vec<PartEntry>> {
+        let mut placed = Vec::new();
+        let mut appended = Vec::new();
+        for object in storage.list(&parts_prefix(dataset))? {
+            let Some(placement) = parse_part_name(dataset, &object.name) else { continue };
+            let entry = describe_part(storage, &object.name)?;
+            match placement {
+                Placement::At(offset) => placed.push(PartEntry { offset, ..entry }),
+                Placement::Append => appended.push(entry),
+            }
+        }
+        placed.sort_by(|a, b| (a.offset, a.len, &a.name).cmp(&(b.offset, b.len, &b.name)));
+        let mut end = 0u64;
+        let mut last: Option<&PartEntry> = None;
+        for p in placed.iter().filter(|p| p.len > 0) {
+            if let Some(prev) = last.filter(|prev| p.offset < prev.offset + prev.len) {
+                return Err(DatasetError::Overlap {
+                    first: prev.name.clone(),
+                    first_range: prev.range(),
+                    second: p.name.clone(),
+                    second_range: p.range(),
+                });
+            }
+            end = end.max(p.offset.checked_add(p.len).ok_or_else(|| DatasetError::Overlap {
+                first: p.name.clone(),
+                first_range: p.offset..u64::MAX,
+                second: "the end of the 64-bit byte space".to_owned(),
+                second_range: u64::MAX..u64::MAX,
+            })?);
+            last = Some(p);
+        }
+        // In byte order of the id (not of the name: `a-b.append` sorts before `a.append`).
+        appended.sort_by(|a, b| {
+            let id = |n: &str| n.trim_end_matches(".append.adz").to_owned();
+            id(&a.name).cmp(&id(&b.name))
+        });
+        for mut p in appended {
+            p.offset = end;
+            end += p.len;
+            placed.push(p);
+        }
+        Ok(placed)
+    }
+
+    /// Commits every part written so far as the next version and returns its manifest.
+    ///
+    /// With `base: Some(b)`, the commit succeeds only if the latest version is `b` (0: no
+    /// dataset yet), like a compare-and-swap. Fails with [`DatasetError::CommitConflict`] when
+    /// another commit took the version, [`DatasetError::Overlap`] when parts overlap; then
+    /// nothing was committed.
+    pub fn commit(storage: &dyn Storage, dataset: &str, base: Option<u64>) -> Result<Manifest> {
+        adz_store::validate_name(dataset)?;
+        let latest = Dataset::latest_version(storage, dataset)?;
+        if let Some(base) = base.filter(|&b| b != latest) {
+            return Err(DatasetError::CommitConflict {
+                dataset: dataset.to_owned(),
+                version: base + 1,
+                why: format!("the latest version is {latest}, not {base}"),
+            });
+        }
+        let version = latest + 1;
+        let parts = Dataset::collect(storage, dataset)?;
+        let len = parts.iter().map(|p| p.offset + p.len).max().unwrap_or(0);
+        let manifest = Manifest {
+            kind: MANIFEST_KIND.to_owned(),
+            format: MANIFEST_FORMAT,
+            dataset: dataset.to_owned(),
+            version,
+            len,
+            parts,
+        };
+        let bytes =
+            serde_json::to_vec_pretty(&manifest).map_err(|e| DatasetError::BadManifest {
+                name: manifest_name(dataset, version),
+                reason: e.to_string(),
+            })?;
+
+        // Claim the version: a candidate under a unique name, then look for rivals. When
+        // rivals' candidates are all there is (each may have seen the others), everyone backs
+        // off for a random while and tries again, so one of them usually wins.
+        let candidates = candidate_prefix(dataset, version);
+        let conflict = |why: String| DatasetError::CommitConflict {
+            dataset: dataset.to_owned(),
+            version,
+            why,
+        };
+        let mut attempt = 0;
+        loop {
+            let mine = format!("{candidates}{}", unique_token());
+            storage.put(&mine, &bytes)?;
+            let rivals = match storage.list(&candidates) {
+                Ok(list) => list.into_iter().filter(|o| o.name != mine).count(),
+                Err(e) => {
+                    let _ = storage.delete(&mine);
+                    return Err(e.into());
+                }
+            };
+            let committed = match Dataset::latest_version(storage, dataset) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = storage.delete(&mine);
+                    return Err(e);
+                }
+            };
+            if committed >= version || rivals > 0 {
+                let _ = storage.delete(&mine);
+                if committed >= version {
+                    return Err(conflict(format!("version {committed} is committed")));
+                }
+                if attempt == CLAIM_ATTEMPTS {
+                    return Err(conflict(format!(
+                        "{rivals} other candidate(s) for it under {candidates}* after \
+                         {CLAIM_ATTEMPTS} tries; `adz dataset gc --stale-candidates` removes \
+                         those of a commit that died"
+                    )));
+                }
+                attempt += 1;
+                std::thread::sleep(backoff(attempt));
+                continue;
+            }
+            storage.put(&manifest_name(dataset, version), &bytes)?;
+            // The committed version now decides; the candidate is no longer needed.
+            let _ = storage.delete(&mine);
+            return Ok(manifest);
+        }
+    }
+
+    /// Removes the parts the latest manifest does not list (those of writers that died or
+    /// were never committed), the older manifests, and candidates of versions already decided.
+    /// Run it when no writer is writing: a part finished after the latest commit is removed
+    /// too. Readers of an older version lose it.
+    pub fn gc(storage: &dyn Storage, dataset: &str, opts: GcOptions) -> Result<GcReport> {
+        let latest = Dataset::latest(storage, dataset)?;
+        let version = latest.as_ref().map_or(0, |m| m.version);
+        let keep: BTreeSet<&str> =
+            latest.iter().flat_map(|m| m.parts.iter().map(|p| p.name.as_str())).collect();
+        let mut report = GcReport::default();
+        for o in storage.list(&parts_prefix(dataset))? {
+            if !keep.contains(o.name.as_str()) {
+                report.parts.push(o.name);
+            }
+        }
+        let mprefix = manifest_prefix(dataset);
+        for o in storage.list(&mprefix)? {
+            let rest = &o.name[mprefix.len()..];
+            let v = rest
+                .strip_prefix('v')
+                .map(|d| (d, false))
+                .or(rest.strip_prefix('c').map(|d| (d, true)));
+            let Some((d, candidate)) = v else { continue };
+            let Some(n) = d.get(..20).and_then(|d| d.parse::<u64>().ok()) else { continue };
+            let old = if candidate {
+                n <= version || (opts.stale_candidates && n == version + 1)
+            } else {
+                n < version && d.len() == 20
+            };
+            if old {
+                report.manifests.push(o.name);
+            }
+        }
+        if !opts.dry_run {
+            for name in report.parts.iter().chain(&report.manifests) {
+                match storage.delete(name) {
+                    Ok(()) | Err(adz_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Reads a part's trailer: its raw length, stored size and index checksum, the index read
+/// whole and checked against its checksum (as [`Reader::open`] does).
+fn describe_part(storage: &dyn Storage, name: &str) -> Result<PartEntry> {
+    let part_err = |source: crate::Error| DatasetError::part_failed(name, 0..0, source);
+    let f = read_footer(storage, name)?;
+    // In pieces, each checked before the next is asked for (as `Reader::open` does), so a
+    // footer that lies about its index costs one piece.
+    let mut parser = IndexParser::new(&f.footer);
+    let mut at = f.footer.index_offset;
+    while at < f.object_size {
+        let end = f.object_size.min(at + INDEX_PIECE);
+        let piece = storage.get_range(name, at..end)?;
+        parser.feed(&piece).map_err(|e| part_err(e.into()))?;
+        at = end;
+    }
+    let index = parser.finish().map_err(|e| part_err(e.into()))?;
+    Ok(PartEntry {
+        name: name.to_owned(),
+        offset: 0,
+        len: index.raw_size(),
+        stored: f.object_size,
+        index_checksum: format!("{:016x}", f.footer.index_checksum),
+    })
+}
