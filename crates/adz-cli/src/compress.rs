@@ -41,7 +41,10 @@ pub(crate) struct CompressArgs {
     /// from how fast the output accepts data), 1GbE (117 MB/s), 10GbE (1200 MB/s), ib-fdr4
     /// (6000 MB/s), or a rate such as 500MB/s, 2GB/s, 25Gbit/s. Give it for keep-pace and
     /// prolong on fast links: a write that leaves the link mostly idle measures it too fast
-    /// through the output's buffers, and finishes early.
+    /// through the output's buffers, and finishes early. To a local file, auto measures the
+    /// page cache, which takes data at memory speed and writes it to the disk later (the
+    /// output is durable only when adz ends: it fsyncs before renaming the file into place);
+    /// add --sync-every to measure the disk instead.
     #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = parse_link)]
     pub(crate) link: Link,
     /// Make the output behave like a link of this speed (for evaluation): writes are paced to
@@ -49,6 +52,12 @@ pub(crate) struct CompressArgs {
     /// the start prediction (--predict) takes RATE as its guess of it.
     #[arg(long, value_name = "RATE")]
     pub(crate) throttle: Option<LinkSpeed>,
+    /// A local output file is flushed to the disk (fdatasync) after every SIZE bytes (K, M,
+    /// G suffixes), so that the write goes at the disk's pace rather than the page cache's
+    /// and --link auto measures the disk. Costs a little speed on fast disks. Default: flushed
+    /// once, when the file is complete.
+    #[arg(long, value_name = "SIZE", value_parser = crate::parse_bytes)]
+    pub(crate) sync_every: Option<u64>,
     /// Compression threads (default: one per core; at most 1024).
     #[arg(short = 'T', long, default_value_t = 0, value_name = "N")]
     pub(crate) threads: usize,
@@ -181,8 +190,13 @@ pub(crate) fn compress(a: CompressArgs) -> Result<ExitCode> {
     // Out-of-range options are refused before any file is created.
     opts.check()?;
     let mut reader = input.reader()?;
-    let (mut upload, out_name) =
-        io::create_upload_sized(&out_arg, a.common.force, input.len(), io::OnSignal::KeepIfFrames)?;
+    let (mut upload, out_name) = io::create_upload_sized(
+        &out_arg,
+        a.common.force,
+        input.len(),
+        io::OnSignal::KeepIfFrames,
+        a.sync_every,
+    )?;
     let trace = match &a.trace {
         Some(p) => Some(create_trace(p, a.common.force)?),
         None => None,

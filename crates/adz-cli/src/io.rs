@@ -124,7 +124,7 @@ impl Output {
         if arg == "-" {
             return Ok(Output::Stdout(data_stdout()?));
         }
-        let (upload, path) = file_upload(arg, force, None, false)?;
+        let (upload, path) = file_upload(arg, force, None, false, None)?;
         let cleanup = InProgress::new(&*upload, OnSignal::Remove);
         Ok(Output::File {
             upload: Some(upload),
@@ -251,21 +251,23 @@ impl Upload for StdoutUpload {
 /// stdout. Its temporary file is removed if a signal stops the process (the input is intact:
 /// run it again).
 pub fn create_upload(arg: &str, force: bool) -> Result<(Box<dyn Upload>, String)> {
-    create_upload_sized(arg, force, None, OnSignal::Remove)
+    create_upload_sized(arg, force, None, OnSignal::Remove, None)
 }
 
 /// The upload `compress` writes through, for an output of about `expected` bytes (it sizes S3
-/// parts), with what a signal does to its temporary file.
+/// parts), with what a signal does to its temporary file; a local file is flushed to the disk
+/// every `sync_every` bytes if given (see `LocalStorage::write_back`).
 pub fn create_upload_sized(
     arg: &str,
     force: bool,
     expected: Option<u64>,
     on_signal: OnSignal,
+    sync_every: Option<u64>,
 ) -> Result<(Box<dyn Upload>, String)> {
     if arg == "-" {
         return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
     }
-    let (upload, path) = file_upload(arg, force, expected, true)?;
+    let (upload, path) = file_upload(arg, force, expected, true, sync_every)?;
     let upload: Box<dyn Upload> = match InProgress::new(&*upload, on_signal) {
         Some(guard) => Box::new(Registered { inner: upload, _guard: guard }),
         None => upload,
@@ -305,12 +307,14 @@ impl Upload for Registered {
 /// name, visible under `arg` only once committed; or for an `s3://` object, a multipart
 /// upload completed on commit. An existing file or object is refused without `force`.
 /// `adz_file`: the output is an adz file, whose temporary file a crash leaves recoverable
-/// (named `.NAME.adz-tmp-*`); else it is named `.NAME.adz-incomplete-*`.
+/// (named `.NAME.adz-tmp-*`); else it is named `.NAME.adz-incomplete-*`. `sync_every`: a local
+/// file is flushed to the disk after every that many bytes.
 fn file_upload(
     arg: &str,
     force: bool,
     expected: Option<u64>,
     adz_file: bool,
+    sync_every: Option<u64>,
 ) -> Result<(Box<dyn Upload>, PathBuf)> {
     if let Some((bucket, key)) = remote::s3_location(arg)? {
         let upload = remote::create_upload(arg, &bucket, &key, force, expected)?;
@@ -322,7 +326,7 @@ fn file_upload(
     }
     let (store, name) =
         LocalStorage::for_path(&path).with_context(|| format!("cannot write {arg}"))?;
-    let store = store.recoverable_temporaries(adz_file);
+    let store = store.recoverable_temporaries(adz_file).write_back(sync_every);
     let upload = store.create(&name).with_context(|| format!("cannot create {arg}"))?;
     Ok((upload, path))
 }
