@@ -284,7 +284,16 @@ mod plot {
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_label_formatter(&|x| format!("{:.0}K", x.exp2()))
+            // Ticks only at whole powers of two (4K, 8K, 16K, ...), the sizes measured.
+            .x_labels(((hi - lo).ceil() as usize + 1) * 2)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 {
+                    format!("{:.0}K", i.exp2())
+                } else {
+                    String::new()
+                }
+            })
             .x_desc("chunk size (average for FastCDC)")
             .y_desc("all bytes / distinct bytes")
             .draw()
