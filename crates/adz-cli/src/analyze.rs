@@ -21,7 +21,7 @@ assuming distinct chunks compress as the whole data does.
 Examples:
   adz analyze data.bin
   adz analyze --link 10GbE --json run1/*.bin
-  adz analyze --plot report.svg data.bin
+  adz analyze --plot report.svg data.bin s3://bucket/run1.bin
   tar c dir | adz analyze -";
 
 #[derive(Args)]

@@ -24,17 +24,21 @@ Frames below the target rung are decoded, re-encoded, decoded again to verify, a
 smaller; frames at or past it, and frames stored raw because their codec could not shrink
 them, are copied without decoding. Each file is written to .NAME.adz-incomplete-PID-N beside
 it, fsynced, and renamed over it: killed at any moment, a file is either the old one or the
-new one, complete. A rerun skips files already at the target (read from their index) and
-removes temporaries left by killed runs.
+new one, complete. Ctrl-C removes the temporary. The new file keeps the old one's mode (and
+owner, as root); an object is replaced by a multipart upload completed under its key. A
+rerun skips files already at the target (read from their index) and removes temporaries
+left by killed runs.
 
 Examples:
   adz recompress run1.adz                    to the archive rung (xz:9)
   adz recompress --to zstd:19 --older-than 30d /data/runs
-  adz recompress --dry-run /data/runs        estimate from a sample, write nothing";
+  adz recompress --dry-run /data/runs        estimate from a sample, write nothing
+  adz recompress s3://archive/runs/          every *.adz object under the prefix";
 
 #[derive(Args)]
 pub struct RecompressArgs {
-    /// adz files, or directories searched for *.adz files.
+    /// adz files, directories searched for *.adz files, s3://BUCKET/KEY objects, or
+    /// s3://BUCKET/PREFIX/ for the *.adz objects under a prefix.
     #[arg(required = true)]
     paths: Vec<String>,
     /// The rung to re-encode with (CODEC:LEVEL, e.g. zstd:19, xz:6).
