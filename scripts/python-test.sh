@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Python module with maturin into a virtual environment (.cache/venv) and run its
-# pytest suite. Installs maturin, pytest, numpy, numcodecs, zarr, and h5py, h5netcdf and xarray
-# (for adz.hdf5's tests) into the venv if missing.
+# pytest suite. Installs maturin, pytest, numpy, numcodecs, zarr, and h5py, h5netcdf, xarray and
+# netCDF4 (for adz.hdf5's tests) into the venv if missing.
 #
 # The module is built with the cargo feature `s3`, and the suite's S3 tests (tests/test_s3.py)
 # run against a throwaway MinIO on 127.0.0.1 (scripts/minio.sh; MINIO= names its binary),
@@ -16,9 +16,22 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr, h5py, h5netcdf, xarray" 2>/dev/null; then
+if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr, h5py, h5netcdf, xarray, netCDF4" 2>/dev/null; then
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q "maturin>=1.5,<2" pytest numpy numcodecs zarr h5py h5netcdf xarray
+    "$PY" -m pip install -q "maturin>=1.5,<2" pytest numpy numcodecs zarr h5py h5netcdf xarray netCDF4
+fi
+# The standalone HDF5 filter plugin goes into the package (adz/plugins/, package data of the
+# wheel), for programs that find filters only on HDF5_PLUGIN_PATH (adz.hdf5.plugin_path()).
+# Debug info stripped: the wheel carries the code, not 20 MB of DWARF.
+CARGO="${CARGO:-cargo}"
+"$CARGO" build --release -q -p adz-hdf5
+TARGET="${CARGO_TARGET_DIR:-target}"
+mkdir -p crates/adz-python/python/adz/plugins
+if command -v strip >/dev/null; then
+    strip --strip-debug -o crates/adz-python/python/adz/plugins/libadz_hdf5.so \
+        "$TARGET/release/libadz_hdf5.so"
+else
+    cp "$TARGET/release/libadz_hdf5.so" crates/adz-python/python/adz/plugins/
 fi
 # maturin develop builds the extension and installs the package (editable) into the venv.
 (cd crates/adz-python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \

@@ -1,6 +1,7 @@
 //! `adz recompress`: re-encode written adz files more densely, file by file, each replaced
 //! only once its new version is complete and verified (docs/LIFECYCLE.md).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,28 +11,34 @@ use adz_core::control::Strategy;
 use adz_core::cost::CostModel;
 use adz_core::format::CodecSpec;
 use adz_core::recompress::{self, RecompressOptions, RecompressReport};
-use adz_core::store::{LocalStorage, Storage};
+use adz_core::store::{LocalStorage, ObjectMeta, Storage, Tail, Upload};
+use adz_store::location::parse_s3_prefix;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::progress;
+use crate::io::{InProgress, OnSignal};
+use crate::{progress, remote};
 
 pub const AFTER_HELP: &str = "\
 Frames below the target rung are decoded, re-encoded, decoded again to verify, and kept if
 smaller; frames at or past it, and frames stored raw because their codec could not shrink
 them, are copied without decoding. Each file is written to .NAME.adz-incomplete-PID-N beside
 it, fsynced, and renamed over it: killed at any moment, a file is either the old one or the
-new one, complete. A rerun skips files already at the target (read from their index) and
-removes temporaries left by killed runs.
+new one, complete. Ctrl-C removes the temporary. The new file keeps the old one's mode (and
+owner, as root); an object is replaced by a multipart upload completed under its key. A
+rerun skips files already at the target (read from their index) and removes temporaries
+left by killed runs.
 
 Examples:
   adz recompress run1.adz                    to the archive rung (xz:9)
   adz recompress --to zstd:19 --older-than 30d /data/runs
-  adz recompress --dry-run /data/runs        estimate from a sample, write nothing";
+  adz recompress --dry-run /data/runs        estimate from a sample, write nothing
+  adz recompress s3://archive/runs/          every *.adz object under the prefix";
 
 #[derive(Args)]
 pub struct RecompressArgs {
-    /// adz files, or directories searched for *.adz files.
+    /// adz files, directories searched for *.adz files, s3://BUCKET/KEY objects, or
+    /// s3://BUCKET/PREFIX/ for the *.adz objects under a prefix.
     #[arg(required = true)]
     paths: Vec<String>,
     /// The rung to re-encode with (CODEC:LEVEL, e.g. zstd:19, xz:6).
@@ -111,14 +118,28 @@ fn stale_temporary(path: &Path) -> bool {
     }
 }
 
-/// The adz files under `paths` (a file given by name is taken whatever its name), and the
-/// stale temporaries found beside them.
-fn collect(paths: &[String]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
-    let (mut files, mut stale) = (Vec::new(), Vec::new());
+/// One adz file or object to recompress.
+struct Item {
+    /// The storage that holds it (for a local file, its directory, with the signal cleanup
+    /// and the old file's mode and owner on the new version).
+    store: Arc<dyn Storage>,
+    /// Its name in `store`.
+    name: String,
+    /// The path or URL the user sees.
+    shown: String,
+    /// Its size in bytes.
+    size: u64,
+}
+
+/// The adz files under `paths` (a file given by name is taken whatever its name) and the
+/// stale temporaries found beside them; `s3://` arguments are left in the third list.
+fn collect(paths: &[String]) -> Result<(Vec<PathBuf>, Vec<PathBuf>, Vec<String>)> {
+    let (mut files, mut stale, mut objects) = (Vec::new(), Vec::new(), Vec::new());
     let mut dirs: Vec<PathBuf> = Vec::new();
     for p in paths {
         if p.starts_with("s3://") {
-            bail!("{p}: recompress works on local files for now (s3:// is not yet supported)");
+            objects.push(p.clone());
+            continue;
         }
         let path = PathBuf::from(p);
         let meta = std::fs::metadata(&path).with_context(|| format!("cannot read {p}"))?;
@@ -149,7 +170,141 @@ fn collect(paths: &[String]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
         }
     }
     files.sort();
-    Ok((files, stale))
+    Ok((files, stale, objects))
+}
+
+/// The adz objects of an `s3://` argument: the object itself if it exists, else the `*.adz`
+/// objects under it as a prefix (`s3://bucket/runs/`).
+fn objects_of(url: &str) -> Result<Vec<Item>> {
+    let (bucket, prefix) = parse_s3_prefix(url)?;
+    let store = remote::open_bucket(&bucket)?.store;
+    if !prefix.is_empty() && !prefix.ends_with('/') {
+        match store.size(&prefix) {
+            Ok(size) => {
+                return Ok(vec![Item { store, name: prefix, shown: url.to_owned(), size }]);
+            }
+            Err(adz_core::store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot read {url}")),
+        }
+    }
+    let listed = store.list(&prefix).with_context(|| format!("cannot list {url}"))?;
+    if listed.is_empty() {
+        bail!("{url}: no such object, and no objects under it");
+    }
+    Ok(listed
+        .into_iter()
+        .filter(|o| o.name.ends_with(".adz"))
+        .map(|o| Item {
+            store: Arc::clone(&store),
+            shown: format!("s3://{bucket}/{}", o.name),
+            name: o.name,
+            size: o.size,
+        })
+        .collect())
+}
+
+/// A local file as an [`Item`]: its directory's storage, whose new versions are known to the
+/// signal handler and take the old file's mode (and owner, as root) before the rename.
+fn local_item(path: &Path) -> Result<Item> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
+    let (store, name) =
+        LocalStorage::for_path(path).with_context(|| format!("cannot open {shown}"))?;
+    let store = KeepAttributes { inner: store.recoverable_temporaries(false), meta: meta.clone() };
+    Ok(Item { store: Arc::new(store), name, shown, size: meta.len() })
+}
+
+/// A local directory's storage whose uploads register their temporary with the CLI's signal
+/// cleanup and give it `meta`'s permissions (and owner, when run as root) before the commit.
+#[derive(Debug)]
+struct KeepAttributes {
+    inner: LocalStorage,
+    meta: std::fs::Metadata,
+}
+
+impl Storage for KeepAttributes {
+    fn create(&self, name: &str) -> adz_core::store::Result<Box<dyn Upload>> {
+        let inner = self.inner.create(name)?;
+        let guard = InProgress::new(&*inner, OnSignal::Remove);
+        Ok(Box::new(KeptUpload { inner, meta: self.meta.clone(), _guard: guard }))
+    }
+    fn get_range(&self, name: &str, range: Range<u64>) -> adz_core::store::Result<Vec<u8>> {
+        self.inner.get_range(name, range)
+    }
+    fn get(&self, name: &str) -> adz_core::store::Result<Vec<u8>> {
+        self.inner.get(name)
+    }
+    fn get_tail(&self, name: &str, max_len: u64) -> adz_core::store::Result<Tail> {
+        self.inner.get_tail(name, max_len)
+    }
+    fn size(&self, name: &str) -> adz_core::store::Result<u64> {
+        self.inner.size(name)
+    }
+    fn delete(&self, name: &str) -> adz_core::store::Result<()> {
+        self.inner.delete(name)
+    }
+    fn list(&self, prefix: &str) -> adz_core::store::Result<Vec<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+}
+
+/// An upload of [`KeepAttributes`].
+#[derive(Debug)]
+struct KeptUpload {
+    inner: Box<dyn Upload>,
+    meta: std::fs::Metadata,
+    _guard: Option<InProgress>,
+}
+
+impl KeptUpload {
+    /// Give the temporary the old file's owner (as root) and mode; chown first, since it
+    /// clears set-user-id bits.
+    fn keep_attributes(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let Some(tmp) = self.inner.temporary_path() else { return Ok(()) };
+        // Only root may give a file to another owner.
+        if effective_uid() == 0 {
+            std::os::unix::fs::chown(tmp, Some(self.meta.uid()), Some(self.meta.gid()))?;
+        }
+        let mode = self.meta.permissions().mode() & 0o7777;
+        std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(mode))
+    }
+}
+
+/// This process's effective user id (the owner of the files it creates).
+fn effective_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
+}
+
+impl Upload for KeptUpload {
+    fn append(&mut self, data: &[u8]) -> adz_core::store::Result<()> {
+        self.inner.append(data)
+    }
+    fn bytes_written(&self) -> u64 {
+        self.inner.bytes_written()
+    }
+    fn temporary_path(&self) -> Option<&Path> {
+        self.inner.temporary_path()
+    }
+    fn commit(self: Box<Self>) -> adz_core::store::Result<u64> {
+        if let Err(source) = self.keep_attributes() {
+            let name = self.inner.temporary_path().map(|p| p.display().to_string());
+            return Err(adz_core::store::Error::Io {
+                op: "keep the mode and owner of",
+                name: name.unwrap_or_default(),
+                source,
+            });
+        }
+        self.inner.commit()
+    }
+    fn abort(self: Box<Self>) -> adz_core::store::Result<()> {
+        self.inner.abort()
+    }
+    fn abandon(self: Box<Self>) -> adz_core::store::Result<Option<String>> {
+        self.inner.abandon()
+    }
 }
 
 fn old_enough(path: &Path, age: Option<Duration>) -> Result<bool> {
@@ -163,7 +318,10 @@ fn old_enough(path: &Path, age: Option<Duration>) -> Result<bool> {
 pub fn run(a: RecompressArgs) -> Result<ExitCode> {
     let target = target(&a)?;
     let opts = RecompressOptions { threads: a.threads, ..RecompressOptions::to(target) };
-    let (files, stale) = collect(&a.paths)?;
+    let (files, stale, urls) = collect(&a.paths)?;
+    if !urls.is_empty() && a.older_than.is_some() {
+        bail!("--older-than reads file times; it does not work on s3:// objects yet");
+    }
     let mut removed = 0;
     if !a.dry_run {
         for s in &stale {
@@ -174,34 +332,34 @@ pub fn run(a: RecompressArgs) -> Result<ExitCode> {
     let mut todo = Vec::new();
     for f in files {
         if old_enough(&f, a.older_than)? {
-            todo.push(f);
+            todo.push(local_item(&f)?);
         }
     }
-    let total: u64 = todo.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    for u in &urls {
+        todo.extend(objects_of(u)?);
+    }
+    let total: u64 = todo.iter().map(|i| i.size).sum();
     let pb = progress::bar(Some(total), a.quiet || a.json, "recompress");
     let mut reports: Vec<RecompressReport> = Vec::new();
     let mut failed = Vec::new();
     let mut done_bytes = 0u64;
-    for f in &todo {
-        let (store, name) =
-            LocalStorage::for_path(f).with_context(|| format!("cannot open {}", f.display()))?;
-        let store: Arc<dyn Storage> = Arc::new(store.recoverable_temporaries(false));
+    for item in &todo {
         let base = done_bytes;
         let r = if a.dry_run {
-            recompress::estimate(&store, &name, &opts, a.sample)
+            recompress::estimate(&item.store, &item.name, &opts, a.sample)
         } else {
-            recompress::recompress(&store, &name, &opts, &|n| pb.set_position(base + n))
+            recompress::recompress(&item.store, &item.name, &opts, &|n| pb.set_position(base + n))
         };
-        done_bytes += std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+        done_bytes += item.size;
         pb.set_position(done_bytes);
         match r {
             Ok(mut r) => {
-                r.name = f.display().to_string();
+                r.name.clone_from(&item.shown);
                 reports.push(r);
             }
             Err(e) => {
                 pb.suspend(|| eprintln!("adz: error: {}", adz_core::store::chain_text(&e)));
-                failed.push(f.display().to_string());
+                failed.push(item.shown.clone());
             }
         }
     }

@@ -70,14 +70,14 @@ fn args() -> S3Args {
 
 /// An open bucket: the storage for whole-object operations (with retries) and the way to
 /// start uploads.
-struct Bucket {
-    store: Arc<dyn Storage>,
+pub(crate) struct Bucket {
+    pub(crate) store: Arc<dyn Storage>,
     #[cfg(feature = "s3")]
     s3: Arc<adz_store::s3::S3Storage>,
 }
 
 #[cfg(feature = "s3")]
-fn open_bucket(bucket: &str) -> Result<Bucket> {
+pub(crate) fn open_bucket(bucket: &str) -> Result<Bucket> {
     use adz_store::s3::{S3Config, S3Storage};
     use adz_store::Retrying;
     let a = args();
@@ -100,7 +100,7 @@ fn open_bucket(bucket: &str) -> Result<Bucket> {
 }
 
 #[cfg(not(feature = "s3"))]
-fn open_bucket(_bucket: &str) -> Result<Bucket> {
+pub(crate) fn open_bucket(_bucket: &str) -> Result<Bucket> {
     bail!("this adz was built without S3 support (cargo feature `s3`)")
 }
 

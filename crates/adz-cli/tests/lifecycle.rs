@@ -171,3 +171,102 @@ fn killed_mid_file_the_old_file_is_intact_and_a_rerun_finishes() {
     ok(&d);
     assert!(d.stdout == data);
 }
+
+#[test]
+fn sigint_mid_file_removes_the_temporary_and_keeps_the_old_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = Dir::new();
+    let data = generate(Kind::Text, 6 << 20, 7);
+    let f = compress(&dir, "i.adz", &data, "lz4");
+    let old = std::fs::read(&f).unwrap();
+    let mut child =
+        adz().args(["recompress", "-q", "-T", "1", "--to", "xz:9", &f]).spawn().unwrap();
+    // Wait until the new version's temporary exists, then interrupt as Ctrl-C would.
+    let start = std::time::Instant::now();
+    while !dir.listing().iter().any(|n| n.contains(".adz-incomplete-")) {
+        assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
+        assert!(child.try_wait().unwrap().is_none(), "recompress ended before the signal");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "dies of SIGINT: {status:?}");
+    assert_eq!(dir.listing(), vec!["i.adz"], "the temporary is removed");
+    assert!(std::fs::read(&f).unwrap() == old, "the old file is intact");
+}
+
+#[test]
+fn a_recompressed_file_keeps_its_mode_and_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = Dir::new();
+    let data = generate(Kind::Text, 1 << 20, 8);
+    let f = compress(&dir, "m.adz", &data, "lz4");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let me = std::fs::metadata(&f).unwrap().uid();
+    // As root, give the file away too (its owner must survive); else only the mode is ours.
+    let owner = if me == 0 {
+        std::os::unix::fs::chown(&f, Some(4321), Some(4322)).unwrap();
+        (4321, 4322)
+    } else {
+        let m = std::fs::metadata(&f).unwrap();
+        (m.uid(), m.gid())
+    };
+    let before = std::fs::metadata(&f).unwrap();
+    ok(&run(&["recompress", "-q", "--to", "zstd:9", &f]));
+    let after = std::fs::metadata(&f).unwrap();
+    assert_ne!(after.ino(), before.ino(), "a new file replaced the old one");
+    assert_eq!(after.permissions().mode() & 0o7777, 0o640);
+    assert_eq!((after.uid(), after.gid()), owner);
+    let d = run(&["decompress", &f, "-"]);
+    ok(&d);
+    assert!(d.stdout == data);
+}
+
+#[test]
+fn analyze_plot_writes_an_svg_with_each_series() {
+    use quick_xml::events::Event;
+    let dir = Dir::new();
+    let text = generate(Kind::Text, 1 << 20, 9);
+    let f = dir.write("twice.bin", &text.repeat(2));
+    let svg = dir.s("report.svg");
+    let r = json(&run(&["analyze", "--json", "--plot", &svg, &f]));
+    assert!(!r["rungs"].as_array().unwrap().is_empty(), "{r}");
+    // Well-formed XML whose root is <svg>, with every series named in a legend and every
+    // rung named on the axis.
+    let body = std::fs::read_to_string(&svg).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&body);
+    let (mut root, mut texts, mut depth) = (None, String::new(), 0i64);
+    loop {
+        match reader.read_event().expect("well-formed SVG") {
+            Event::Start(e) => {
+                root.get_or_insert_with(|| e.name().as_ref().to_vec());
+                depth += 1;
+            }
+            Event::End(_) => depth -= 1,
+            Event::Empty(e) => {
+                root.get_or_insert_with(|| e.name().as_ref().to_vec());
+            }
+            Event::Text(t) => {
+                texts.push_str(&t.decode().unwrap());
+                texts.push('\n');
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(depth, 0, "every element closed");
+    assert_eq!(root.as_deref(), Some(&b"svg"[..]));
+    for series in ["compression ratio", "dedup, fixed-size chunks", "dedup, FastCDC chunks"] {
+        assert!(texts.contains(series), "{series} missing: {texts}");
+    }
+    for g in r["rungs"].as_array().unwrap() {
+        assert!(texts.contains(g["codec"].as_str().unwrap()), "{g} missing");
+    }
+    // A path that cannot be written is an error, not a silent skip.
+    let o = run(&["analyze", "--plot", &dir.s("no/such/dir/x.svg"), &f]);
+    assert!(fail(&o).contains("x.svg"));
+}

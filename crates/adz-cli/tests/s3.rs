@@ -272,3 +272,105 @@ fn decompress_to_s3() {
     let o = run(&["decompress", "-q", back.to_str().unwrap(), "-"]);
     assert!(o.stdout == data);
 }
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&ok(o)).expect("JSON output")
+}
+
+#[test]
+fn recompress_objects_and_a_prefix_then_analyze_an_object() {
+    let bucket = bucket_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let p = prefix(&bucket, "recompress");
+    let (a, b) = (generate(Kind::Text, 3 << 20, 21), generate(Kind::Text, 2 << 20, 22));
+    let mut urls = Vec::new();
+    for (name, data) in [("a", &a), ("b", &b)] {
+        let input = dir.path().join(name);
+        std::fs::write(&input, data).unwrap();
+        let url = format!("{p}runs/{name}.adz");
+        ok(&run(&["compress", "-q", "-c", "lz4", "-B", "256K", input.to_str().unwrap(), &url]));
+        urls.push(url);
+    }
+    let size = |url: &str| json(&run(&["inspect", "--json", url]))["file_bytes"].as_u64().unwrap();
+    let (a_before, b_before) = (size(&urls[0]), size(&urls[1]));
+
+    // One object by its URL: replaced by a smaller one that reads back the same.
+    let r = json(&run(&["recompress", "--json", "--to", "zstd:19", &urls[0]]));
+    assert_eq!(r["files"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["files"][0]["name"], urls[0].as_str());
+    assert!(size(&urls[0]) < a_before);
+    let o = run(&["decompress", "-q", &urls[0], "-"]);
+    assert!(o.status.success() && o.stdout == a, "{}", stderr(&o));
+
+    // The prefix: the done object is skipped by its index, the other recompressed.
+    let r = json(&run(&["recompress", "--json", "--to", "zstd:19", &format!("{p}runs/")]));
+    let files = r["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{r}");
+    assert_eq!(files[0]["skipped"], true, "{r}");
+    assert_eq!(files[1]["skipped"], false, "{r}");
+    assert!(size(&urls[1]) < b_before);
+    let o = run(&["decompress", "-q", &urls[1], "-"]);
+    assert!(o.status.success() && o.stdout == b, "{}", stderr(&o));
+    // Nothing else appeared under the prefix (no temporaries, no copies).
+    let listing = ok(&run(&["ls", "--json", &p]));
+    assert_eq!(listing.lines().count(), 2, "{listing}");
+
+    let e = fail(&run(&["recompress", "--older-than", "1d", &urls[0]]));
+    assert!(e.contains("--older-than") && e.contains("s3://"), "{e}");
+    let e = fail(&run(&["recompress", &format!("{p}none/")]));
+    assert!(e.contains("no such object"), "{e}");
+
+    // analyze reads an object: 1 MiB of text twice is 2x at fixed 64 KiB chunks.
+    let twice = [&a[..1 << 20], &a[..1 << 20]].concat();
+    let input = dir.path().join("twice.bin");
+    std::fs::write(&input, &twice).unwrap();
+    let packed = format!("{p}twice.adz");
+    let raw = format!("{p}twice.bin");
+    ok(&run(&["compress", "-q", input.to_str().unwrap(), &packed]));
+    ok(&run(&["decompress", "-q", &packed, &raw]));
+    let local = json(&run(&["analyze", "--json", input.to_str().unwrap()]));
+    let remote = json(&run(&["analyze", "--json", &raw]));
+    assert_eq!(remote["bytes"], twice.len() as u64);
+    let fixed64 = |r: &serde_json::Value| {
+        r["dedup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["method"] == "fixed" && d["chunk_size"] == 65536)
+            .unwrap()["dedup_ratio"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((fixed64(&remote) - 2.0).abs() < 1e-9, "{remote}");
+    assert_eq!(remote["dedup"], local["dedup"], "the object is read as the file is");
+    assert_eq!(remote["rungs"].as_array().unwrap().len(), local["rungs"].as_array().unwrap().len());
+}
+
+#[test]
+fn a_killed_recompress_leaves_the_old_object_and_a_rerun_finishes() {
+    let bucket = bucket_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(Kind::Text, 6 << 20, 23);
+    let input = dir.path().join("k.bin");
+    std::fs::write(&input, &data).unwrap();
+    let url = format!("{}k.adz", prefix(&bucket, "recompress-killed"));
+    ok(&run(&["compress", "-q", "-c", "lz4", "-B", "256K", input.to_str().unwrap(), &url]));
+    let mut child = adz()
+        .args(["recompress", "-q", "-T", "1", "--to", "xz:9", &url])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The old object, or (if the run got that far) the new one, complete either way.
+    ok(&run(&["verify", "-q", &url]));
+    let o = run(&["decompress", "-q", &url, "-"]);
+    assert!(o.status.success() && o.stdout == data);
+    let r = json(&run(&["recompress", "--json", "--to", "xz:9", &url]));
+    assert_eq!(r["files"].as_array().unwrap().len(), 1, "{r}");
+    let o = run(&["decompress", "-q", &url, "-"]);
+    assert!(o.status.success() && o.stdout == data);
+    let info = json(&run(&["inspect", "--json", &url]));
+    assert!(info["file_bytes"].as_u64().unwrap() < (data.len() / 3) as u64, "{info}");
+}

@@ -6,7 +6,10 @@
 //! holds libhdf5 for a C program or tool linked against it (h5repack, h5dump, netCDF). Python
 //! loads h5py's HDF5 with `RTLD_LOCAL`, out of that scope; there [`init`] is given a library
 //! whose dependencies include libhdf5 (h5py's `h5z` extension module, as hdf5plugin does) and
-//! looks the symbols up through its handle.
+//! looks the symbols up through its handle. Without `init`, if the global scope has no HDF5,
+//! the first loaded library named `libhdf5*` (not the high-level `_hl`) is used: that is how
+//! the plugin finds h5py's or netCDF4-python's bundled HDF5 when loaded from
+//! `HDF5_PLUGIN_PATH`.
 #![allow(unsafe_code)] // dlopen/dlsym and calls through the pointers they return.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -108,13 +111,64 @@ pub fn init(path: Option<&CStr>) -> Result<(), String> {
     Ok(())
 }
 
-/// The functions: those [`init`] found, or a lookup in the global scope on first use (empty
-/// if that finds no HDF5).
+/// Is `name` (a loaded object's path) an HDF5 core library: `libhdf5.so.*`,
+/// `libhdf5_serial.so.*` (Debian), `libhdf5-<hash>.so.*` (auditwheel's copies in h5py.libs,
+/// netcdf4.libs), but not the high-level library (`_hl`)?
+pub fn is_hdf5_library(name: &[u8]) -> bool {
+    let base = name.rsplit(|b| *b == b'/').next().unwrap_or(name);
+    let Some(rest) = base.strip_prefix(b"libhdf5") else { return false };
+    let stem = rest.split(|b| *b == b'.').next().unwrap_or(rest);
+    !stem.windows(3).any(|w| w == b"_hl") && matches!(rest.first(), Some(b'.' | b'-' | b'_'))
+}
+
+/// The paths of the loaded objects that are HDF5 core libraries, in load order.
+fn loaded_hdf5_libraries() -> Vec<Vec<u8>> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info and our `data`, a Vec<Vec<u8>>.
+        let (info, found) = unsafe { (&*info, &mut *data.cast::<Vec<Vec<u8>>>()) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: dlpi_name is a NUL-terminated path (empty for the executable).
+            let name = unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes();
+            if is_hdf5_library(name) {
+                found.push(name.to_vec());
+            }
+        }
+        0
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    // SAFETY: `each` only reads the info it is given and pushes to `found`, which outlives
+    // the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut found).cast()) };
+    found
+}
+
+/// HDF5's functions from an already loaded `libhdf5*` (no global one: a Python process).
+fn resolve_loaded() -> Result<Api, String> {
+    for name in loaded_hdf5_libraries() {
+        let Ok(c) = std::ffi::CString::new(name) else { continue };
+        // SAFETY: a C string; RTLD_NOLOAD only returns a handle to a library already loaded
+        // (whose count it raises, so the handle stays valid for the process's life).
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !h.is_null() {
+            if let Ok(api) = resolve(h) {
+                return Ok(api);
+            }
+        }
+    }
+    Err("no HDF5 library found (H5get_libversion) in the process".into())
+}
+
+/// The functions: those [`init`] found, or a lookup on first use in the global scope, then in
+/// the loaded `libhdf5*` libraries (empty if neither has HDF5).
 fn api() -> Api {
     if let Some(a) = *API.read().unwrap_or_else(|p| p.into_inner()) {
         return a;
     }
-    let a = resolve(libc::RTLD_DEFAULT).unwrap_or_else(|e| Api {
+    let a = resolve(libc::RTLD_DEFAULT).or_else(|_| resolve_loaded()).unwrap_or_else(|e| Api {
         // Leaked once per process at most: the lookup is cached.
         error: Some(Box::leak(e.into_boxed_str())),
         ..Api::default()

@@ -102,3 +102,25 @@ fn damage_is_an_error_never_wrong_data() {
     let twice = [out.clone(), out.clone()].concat();
     assert!(matches!(decode_chunk(&twice, 0), Err(Error::Damaged(_))));
 }
+
+#[test]
+fn hdf5_core_libraries_are_told_from_others() {
+    for name in [
+        "/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103",
+        "/venv/site-packages/h5py.libs/libhdf5-0e5f1ae7.so.310.5.1",
+        "/venv/site-packages/netcdf4.libs/libhdf5-9a4b3c21.so.320.0.0",
+        "/opt/hdf5/lib/libhdf5.so",
+    ] {
+        assert!(h5::is_hdf5_library(name.as_bytes()), "{name}");
+    }
+    for name in [
+        "/usr/lib/x86_64-linux-gnu/libhdf5_serial_hl.so.100",
+        "/venv/site-packages/h5py.libs/libhdf5_hl-8d2c1b4e.so.310.0.5",
+        "/opt/hdf5/lib/libhdf5_hl.so",
+        "/usr/lib/libhdf5plugin.so",
+        "/x/plugins/libadz_hdf5.so",
+        "",
+    ] {
+        assert!(!h5::is_hdf5_library(name.as_bytes()), "{name}");
+    }
+}

@@ -239,3 +239,97 @@ def test_adaptive_codec_follows_the_link_rate(tmp_path):
     assert all(int(c.split()[0].split(":")[1]) >= 3 for c in slow if c.startswith("zstd")), slow
     fast = codecs["100GB/s"]
     assert sum(c.startswith("none") for c in fast) >= len(fast) - 2, fast
+
+
+def _plugin_env():
+    """The environment of a fresh process that knows the filter only from HDF5_PLUGIN_PATH."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
+    env["HDF5_PLUGIN_PATH"] = adz.hdf5.plugin_path()
+    return env
+
+
+def _fresh(code, *args, env):
+    """Run `code` in a fresh interpreter that never imports adz; its stdout."""
+    import subprocess
+    import sys
+
+    assert "adz" not in code
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_the_package_ships_the_plugin_on_hdf5_plugin_path():
+    """`import adz` put the shipped plugin's directory on HDF5_PLUGIN_PATH."""
+    import os
+
+    d = adz.hdf5.plugin_path()
+    assert os.path.isfile(os.path.join(d, "libadz_hdf5.so"))
+    assert d in os.environ["HDF5_PLUGIN_PATH"].split(os.pathsep)
+
+
+def test_h5py_alone_writes_and_reads_through_the_plugin_path(tmp_path):
+    """A fresh h5py process with only HDF5_PLUGIN_PATH (no adz import, no registration)
+    writes with filter 429, static and adaptive, and reads back; so does another one."""
+    path = tmp_path / "p.h5"
+    env = _plugin_env()
+    static = adz.hdf5.Adz(codec="zstd:3")["compression_opts"]
+    s1 = adz.hdf5.Adz(strategy="throughput", link="1GbE")["compression_opts"]
+    write_code = (
+        "import sys, h5py, numpy as np\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = (np.cumsum(rng.integers(-2, 3, size=200_000)) * 0.25).reshape(1000, 200)\n"
+        "with h5py.File(sys.argv[1], 'w') as f:\n"
+        "    for name, opts in (('static', sys.argv[2]), ('s1', sys.argv[3])):\n"
+        "        f.create_dataset(name, data=x, chunks=(300, 64), compression=429,\n"
+        "                         compression_opts=tuple(map(int, opts.split(','))))\n"
+        "print(float(x.sum()))\n")
+    total = float(_fresh(write_code, path, ",".join(map(str, static)), ",".join(map(str, s1)),
+                         env=env))
+    read_code = (
+        "import sys, h5py\n"
+        "with h5py.File(sys.argv[1]) as f:\n"
+        "    for name in ('static', 's1'):\n"
+        "        d = f[name]\n"
+        "        assert d.id.get_create_plist().get_filter(0)[0] == 429\n"
+        "        print(name, float(d[...].sum()), d.id.get_storage_size() < d.nbytes)\n")
+    lines = _fresh(read_code, path, env=env).split("\n")
+    assert lines[:2] == [f"static {total} True", f"s1 {total} True"], lines
+    # And this process (registered through the extension) reads the same chunks.
+    with h5py.File(path) as f:
+        assert float(f["static"][...].sum()) == total
+        frames = adz.hdf5.describe_chunk(f["static"].id.read_direct_chunk((0, 0))[1])
+        assert frames and frames[0].startswith("zstd:3"), frames
+
+
+def test_netcdf4_python_reads_through_the_plugin_path(tmp_path):
+    """netCDF4-python (its own bundled HDF5) reads a netCDF-4 file whose variable is
+    compressed with filter 429, in a fresh process with only HDF5_PLUGIN_PATH; without it the
+    read fails."""
+    pytest.importorskip("netCDF4")
+    h5netcdf = pytest.importorskip("h5netcdf")
+    path = tmp_path / "v.nc"
+    arr = data("float32", shape=(400, 90))
+    with h5netcdf.File(path, "w") as f:
+        f.dimensions = {"y": 400, "x": 90}
+        f.create_variable("v", ("y", "x"), data=arr, chunks=(100, 45),
+                          **adz.hdf5.Adz(codec="zstd:3"))
+    with h5py.File(path) as f:
+        assert f["v"].id.get_create_plist().get_filter(0)[0] == 429
+    code = ("import sys, netCDF4\n"
+            "with netCDF4.Dataset(sys.argv[1]) as ds:\n"
+            "    v = ds['v']\n"
+            "    print(float(v[...].astype('float64').sum()))\n")
+    out = _fresh(code, path, env=_plugin_env()).split()
+    assert float(out[-1]) == float(arr.astype("float64").sum())
+    import os
+    import subprocess
+    import sys
+
+    bare = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                       text=True, env=bare, timeout=300)
+    assert r.returncode != 0, r.stdout

@@ -50,6 +50,16 @@ from ._adz import (
 
 __version__ = _adz.__version__
 
+# The standalone HDF5 filter plugin shipped in the package (adz/plugins/libadz_hdf5.so): its
+# directory goes on HDF5_PLUGIN_PATH, after any the user set, so that an HDF5 initialised
+# after this import (netCDF4-python, a netCDF-C library) finds filter 429 by itself.
+_PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
+if os.path.isfile(os.path.join(_PLUGINS, "libadz_hdf5.so")):
+    _paths = [p for p in os.environ.get("HDF5_PLUGIN_PATH", "").split(os.pathsep) if p]
+    if _PLUGINS not in _paths:
+        os.environ["HDF5_PLUGIN_PATH"] = os.pathsep.join(_paths + [_PLUGINS])
+    del _paths
+
 #: The optional features this build has: "s3" when it was built with the cargo feature `s3`
 #: (`maturin develop --features s3`), so that paths may be s3://bucket/key.
 features = tuple(_adz.features)

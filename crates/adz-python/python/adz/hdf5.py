@@ -19,9 +19,16 @@ time the filter spends on the chunks before it; the link rate is the one given (
 storage back-pressure to measure from inside HDF5).
 
 xarray: `ds.to_netcdf(path, engine="h5netcdf", encoding={"v": {**adz.hdf5.Adz(...),
-"chunksizes": (...)}})`. netCDF-C programs read such files with the plugin on
-HDF5_PLUGIN_PATH (crates/adz-hdf5, docs/BINDINGS.md).
+"chunksizes": (...)}})`.
+
+The package also ships the standalone plugin (`plugin_path()`, the directory holding
+libadz_hdf5.so), and `import adz` appends that directory to HDF5_PLUGIN_PATH, so that an HDF5
+initialised afterwards in this process (netCDF4-python's) finds the filter itself; other
+programs (netCDF-C tools, h5py without this import) need `HDF5_PLUGIN_PATH=$(python -c
+"import adz.hdf5; print(adz.hdf5.plugin_path())")`.
 """
+
+import os
 
 import h5py
 
@@ -30,7 +37,18 @@ from . import _adz
 #: The HDF5 filter id (in HDF5's range 256-511 for unregistered, testing filters).
 FILTER_ID = _adz.HDF5_FILTER_ID
 
-__all__ = ["FILTER_ID", "Adz", "describe_chunk", "controller_status", "register"]
+__all__ = ["FILTER_ID", "Adz", "describe_chunk", "controller_status", "register", "plugin_path"]
+
+
+def plugin_path():
+    """The directory of the standalone filter plugin (libadz_hdf5.so) for HDF5_PLUGIN_PATH.
+
+    Raises FileNotFoundError if this build of the package has no plugin (it is copied in
+    before maturin runs: scripts/python-test.sh, docs/BINDINGS.md "HDF5")."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
+    if not os.path.isfile(os.path.join(d, "libadz_hdf5.so")):
+        raise FileNotFoundError(f"no HDF5 filter plugin in {d}: this adz was built without it")
+    return d
 
 
 def register():
