@@ -71,6 +71,13 @@ mod rung_names {
     }
 }
 
+/// Bytes a frame adds besides its payload: its header and its index entry.
+pub const FRAME_OVERHEAD: u64 = (adz_format::FRAME_HEADER_LEN + adz_format::INDEX_ENTRY_LEN) as u64;
+
+/// Bytes an adz file adds besides its frames: file header, index header and footer.
+pub const FILE_OVERHEAD: u64 =
+    (adz_format::FILE_HEADER_LEN + adz_format::INDEX_HEADER_LEN + adz_format::FOOTER_LEN) as u64;
+
 /// The data classes of [`adz_control::classify`]: 0 (empty) ..= 4 (random-looking).
 pub const CLASSES: usize = 5;
 
@@ -137,9 +144,12 @@ impl CostTable {
         row[rung]
     }
 
-    /// Stored bytes of `raw` bytes of `class` at `rung`, as the DP counts them.
+    /// Stored bytes of a piece (one frame) of `raw` bytes of `class` at `rung`, as the DP
+    /// counts them: the payload and [`FRAME_OVERHEAD`]. A payload never exceeds its raw
+    /// bytes (a frame that does not shrink is stored raw).
     pub fn stored(&self, raw: u64, class: usize, rung: usize) -> u64 {
-        (raw as f64 / self.cost(class, rung).ratio).ceil() as u64
+        let payload = (raw as f64 / self.cost(class, rung).ratio).ceil() as u64;
+        payload.min(raw) + FRAME_OVERHEAD
     }
 }
 
@@ -421,32 +431,31 @@ mod tests {
 
     #[test]
     fn each_tier_gets_the_rung_that_matches_its_speed() {
-        // Rung 0: fast and light (1000 B/s, ratio 2); rung 1: slow and dense (100 B/s, ratio 4).
-        let costs = table(vec![vec![(1000.0, 2.0), (100.0, 4.0)]]);
-        let pieces = vec![Piece { raw: 100, class: 0 }; 10];
-        let fast = TierSlot { free: u64::MAX, bandwidth: 1e6, latency: 0.0 };
-        let slow = TierSlot { free: u64::MAX, bandwidth: 10.0, latency: 0.0 };
+        // Rung 0: fast and light (1 MB/s, ratio 2); rung 1: slow and dense (100 kB/s, ratio 4).
+        let costs = table(vec![vec![(1e6, 2.0), (1e5, 4.0)]]);
+        let pieces = vec![Piece { raw: 100_000, class: 0 }; 10];
+        let fast = TierSlot { free: u64::MAX, bandwidth: 1e9, latency: 0.0 };
+        let slow = TierSlot { free: u64::MAX, bandwidth: 1e4, latency: 0.0 };
         // On a fast tier the light rung wins (0.1 s a piece against 1 s) ...
         let plan = place(&pieces, &[fast, slow], &costs).unwrap();
         assert_eq!(plan.segments.len(), 1);
-        assert_eq!(
-            (plan.segments[0].tier, plan.segments[0].rung, plan.segments[0].pieces.clone()),
-            (0, 0, 0..10)
-        );
-        // ... on a slow one the dense rung (1 + 25/10 s against 0.1 + 50/10 s).
+        let s = &plan.segments[0];
+        assert_eq!((s.tier, s.rung, s.pieces.clone()), (0, 0, 0..10));
+        // ... on a slow one the dense rung: 1 s + 25 096 B at 10 kB/s a piece, against
+        // 0.1 s + 50 096 B (a frame's overhead is 96 bytes).
         let plan = place(&pieces, &[slow], &costs).unwrap();
         assert_eq!((plan.segments[0].tier, plan.segments[0].rung), (0, 1));
-        assert!((plan.seconds - 35.0).abs() < 1e-9);
-        // A fast tier with room for 200 bytes: it takes 8 pieces at the dense rung (more
-        // than 4 at the light one), the rest goes below.
-        let small = TierSlot { free: 200, ..fast };
+        assert!((plan.seconds - 35.096).abs() < 1e-9, "{}", plan.seconds);
+        // A fast tier with room for 8 dense pieces or 4 light ones takes 8 dense ones, and
+        // the rest goes below.
+        let small = TierSlot { free: 8 * 25_096, ..fast };
         let plan = place(&pieces, &[small, slow], &costs).unwrap();
         let got: Vec<_> =
             plan.segments.iter().map(|s| (s.tier, s.rung, s.pieces.clone(), s.stored)).collect();
-        assert_eq!(got, vec![(0, 1, 0..8, 200), (1, 1, 8..10, 50)]);
+        assert_eq!(got, vec![(0, 1, 0..8, 8 * 25_096), (1, 1, 8..10, 2 * 25_096)]);
         // Nothing fits anywhere: a clear error.
         let tiny = [TierSlot { free: 10, bandwidth: 1.0, latency: 0.0 }];
-        assert!(matches!(place(&pieces, &tiny, &costs), Err(TierError::NoRoom { raw: 1000 })));
+        assert!(matches!(place(&pieces, &tiny, &costs), Err(TierError::NoRoom { raw: 1_000_000 })));
         assert_eq!(place(&[], &tiny, &costs).unwrap(), Plan::default());
     }
 

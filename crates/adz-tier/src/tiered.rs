@@ -262,7 +262,8 @@ impl Tiered {
                 .iter()
                 .zip(&free)
                 .map(|(t, &free)| TierSlot {
-                    free,
+                    // Each tier's run is one file: its header and trailer take room too.
+                    free: free.saturating_sub(crate::place::FILE_OVERHEAD),
                     bandwidth: t.bandwidth,
                     latency: t.config.latency,
                 })

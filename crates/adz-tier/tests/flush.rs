@@ -268,3 +268,21 @@ fn a_failed_write_keeps_the_old_dataset() {
     check_consistent(&rig);
     assert_eq!(rig.tiers.gc().unwrap(), 0);
 }
+
+#[test]
+fn raw_placement_fills_the_fast_tier_without_spilling() {
+    // Raw frames: the DP's sizes are exact, headers and trailers included, so nothing spills
+    // and the fast tier is filled to within one block of its 3 MiB.
+    // One batch for the whole write: the DP fills the fast tier to its last byte.
+    let rig = rig(&CONFIG.replace("batch = \"1MiB\"", "batch = \"8MiB\""), Vec::new());
+    let raw = RungCost { speed: 1e10, ratio: 1.0 };
+    let costs = CostTable::new(vec!["none".parse().unwrap()], vec![vec![raw]]).unwrap();
+    let data = generate(Kind::Random, 8 << 20, 3);
+    let report = rig.tiers.write("r", &mut &data[..], &costs).unwrap();
+    assert_eq!(report.spilled, 0);
+    let used = rig.tiers.used(0).unwrap();
+    assert!(used <= 3 << 20 && used > (3 << 20) - (256 << 10), "fast tier holds {used}");
+    assert_eq!(report.stored[0], used);
+    let r = rig.tiers.reader("r").unwrap();
+    assert_eq!(r.read_range(0, 8 << 20).unwrap(), data);
+}
