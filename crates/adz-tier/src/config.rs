@@ -224,8 +224,11 @@ pub(crate) fn open_tier(t: &TierConfig) -> Result<(Arc<dyn Storage>, f64), TierE
     std::fs::create_dir_all(&t.path).map_err(|e| {
         TierError::Config(format!("tier {:?}: cannot create {}: {e}", t.name, t.path.display()))
     })?;
-    let local =
-        LocalStorage::new(&t.path).map_err(TierError::store(format!("tier {:?}", t.name)))?;
+    // A segment half-written when a process dies is worth nothing (its source is intact), so
+    // its temporary is marked as not recoverable, and `gc` removes it.
+    let local = LocalStorage::new(&t.path)
+        .map_err(TierError::store(format!("tier {:?}", t.name)))?
+        .recoverable_temporaries(false);
     let bandwidth = match t.bandwidth {
         Some(b) => b,
         None => {

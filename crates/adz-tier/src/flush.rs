@@ -298,9 +298,20 @@ impl Tiered {
 
     /// Deletes the segment objects that no catalog names (what a crash during a write or a
     /// flush leaves). Only segments numbered below their dataset's next id are touched, so a
-    /// write in progress, whose catalog is not yet saved, keeps its segments. Returns the
-    /// bytes freed.
+    /// write in progress, whose catalog is not yet saved, keeps its segments. Also removes,
+    /// in each tier's directory, the temporary files of segment uploads whose process is
+    /// gone. Returns the bytes freed.
     pub fn gc(&self) -> Result<u64, TierError> {
+        let mut freed = 0;
+        for tier in &self.tiers {
+            freed += remove_stale_temporaries(&tier.config.path);
+        }
+        freed += remove_stale_temporaries(&self.config.catalog);
+        freed += self.gc_objects()?;
+        Ok(freed)
+    }
+
+    fn gc_objects(&self) -> Result<u64, TierError> {
         let mut live: HashMap<String, (u64, HashSet<(String, String)>)> = HashMap::new();
         for name in self.datasets()? {
             let cat = self.catalog(&name)?;
@@ -333,4 +344,41 @@ impl Tiered {
         }
         Ok(freed)
     }
+}
+
+/// The marker of `LocalStorage`'s non-recoverable temporaries: `.NAME.adz-incomplete-PID-N`.
+const TEMP_MARKER: &str = ".adz-incomplete-";
+
+/// Removes, under `dir`, the temporaries of segment uploads (`.ID.adz.adz-incomplete-PID-N`)
+/// and catalog saves (`.NAME.tiers.json.adz-incomplete-PID-N`) whose process no longer runs; returns their bytes. A directory that cannot be read (a
+/// tier that is not local) is skipped.
+fn remove_stale_temporaries(dir: &std::path::Path) -> u64 {
+    let mut freed = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            freed += remove_stale_temporaries(&path);
+            continue;
+        }
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(at) = name.find(TEMP_MARKER) else { continue };
+        let ours =
+            name[..at].ends_with(".adz") || name[..at].ends_with(crate::catalog::CATALOG_SUFFIX);
+        if !name.starts_with('.') || !ours {
+            continue;
+        }
+        let pid = name[at + TEMP_MARKER.len()..].split('-').next().unwrap_or("");
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid == std::process::id() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let size = e.metadata().map_or(0, |m| m.len());
+        if std::fs::remove_file(&path).is_ok() {
+            freed += size;
+        }
+    }
+    freed
 }

@@ -116,8 +116,10 @@ impl Tiered {
                 config.catalog.display()
             ))
         })?;
+        // A catalog save cut short is worth nothing (the old catalog stands): `gc` removes it.
         let catalog = adz_store::LocalStorage::new(&config.catalog)
-            .map_err(TierError::store("opening the catalog"))?;
+            .map_err(TierError::store("opening the catalog"))?
+            .recoverable_temporaries(false);
         Ok(Tiered { tiers, catalog: Arc::new(catalog), config })
     }
 
