@@ -236,7 +236,7 @@ impl Tiered {
                     (bytes.clone(), false)
                 }
             };
-            let free = self.tiers[u].config.capacity.saturating_sub(self.used(u)?);
+            let free = self.free(u)?;
             if free >= out.len() as u64 {
                 let rung = if recoded { rung.to_string() } else { src.rung.clone() };
                 chosen = Some((u, out, recoded, rung));

@@ -182,6 +182,16 @@ impl Tiered {
         Ok(objects.iter().map(|o| o.size).sum())
     }
 
+    /// Bytes free on tier `t`: its capacity less what is on it. A tier without a capacity
+    /// (a parallel file system) is not listed, which could take long there.
+    pub fn free(&self, t: usize) -> Result<u64, TierError> {
+        let capacity = self.tiers[t].config.capacity;
+        if capacity == u64::MAX {
+            return Ok(u64::MAX);
+        }
+        Ok(capacity.saturating_sub(self.used(t)?))
+    }
+
     pub(crate) fn tier_index(&self, name: &str) -> Option<usize> {
         self.tiers.iter().position(|t| t.config.name == name)
     }
@@ -241,10 +251,8 @@ impl Tiered {
         written: &mut Vec<(usize, String)>,
     ) -> Result<WriteReport, TierError> {
         let block = self.config.block_size as usize;
-        let mut free = Vec::new();
-        for (t, tier) in self.tiers.iter().enumerate() {
-            free.push(tier.config.capacity.saturating_sub(self.used(t)?));
-        }
+        let mut free =
+            (0..self.tiers.len()).map(|t| self.free(t)).collect::<Result<Vec<_>, _>>()?;
         let mut report = WriteReport { stored: vec![0; self.tiers.len()], ..Default::default() };
         let mut buf = vec![0u8; self.config.batch as usize];
         loop {
