@@ -48,8 +48,8 @@ pub struct WriteReport {
     pub stored: Vec<u64>,
     /// Segments written.
     pub segments: u64,
-    /// Segments that did not fit where the DP put them (their real size was larger than
-    /// predicted) and went to a lower tier.
+    /// Runs that did not fit where the DP put them (their real size was larger than
+    /// predicted): the frames that fit stayed there, the rest went to a lower tier.
     pub spilled: u64,
     /// The DP's predicted seconds for the whole write.
     pub predicted_seconds: f64,
@@ -284,50 +284,100 @@ impl Tiered {
             report.predicted_seconds += plan.seconds;
             for seg in plan.segments {
                 let rung = costs.rungs[seg.rung];
-                let start = seg.pieces.start * block;
-                let end = (seg.pieces.end * block).min(n);
-                let bytes = encode(&data[start..end], rung, self.config.block_size)?;
-                let size = bytes.len() as u64;
-                // The DP's sizes are predictions: a segment larger than its tier's room goes
-                // to the next tier that has room, so no tier ever holds more than its capacity.
-                let t = (seg.tier..self.tiers.len())
-                    .find(|&t| free[t] >= size)
-                    .ok_or(TierError::NoRoom { raw: (end - start) as u64 })?;
-                if t != seg.tier {
-                    report.spilled += 1;
+                // The DP's sizes are predictions. A run larger than its tier's room is cut:
+                // the frames that fit stay on the tier, the rest goes to the next tier, so no
+                // tier ever holds more than its capacity and a wrong ratio wastes no room.
+                let (mut pieces, mut t) = (seg.pieces.clone(), seg.tier);
+                while !pieces.is_empty() {
+                    let span = |p: &std::ops::Range<usize>| p.start * block..(p.end * block).min(n);
+                    let mut bytes = encode(&data[span(&pieces)], rung, self.config.block_size)?;
+                    let mut take = pieces.clone();
+                    let size = bytes.len() as u64;
+                    if size > free[t] {
+                        if t + 1 == self.tiers.len() {
+                            return Err(TierError::NoRoom { raw: span(&pieces).len() as u64 });
+                        }
+                        report.spilled += 1;
+                        // The frames that fit, guessed from the mean frame size, then checked.
+                        let room = free[t].saturating_sub(crate::place::FILE_OVERHEAD);
+                        let mut k = (pieces.len() as u128 * room as u128 / size as u128) as usize;
+                        loop {
+                            if k == 0 {
+                                bytes.clear();
+                                break;
+                            }
+                            take = pieces.start..pieces.start + k;
+                            bytes = encode(&data[span(&take)], rung, self.config.block_size)?;
+                            if bytes.len() as u64 <= free[t] {
+                                break;
+                            }
+                            k -= 1;
+                        }
+                        if k == 0 {
+                            t += 1;
+                            continue;
+                        }
+                    }
+                    let range = span(&take);
+                    self.put_segment(
+                        cat,
+                        t,
+                        &bytes,
+                        rung,
+                        range.len() as u64,
+                        &classes[take.clone()],
+                        written,
+                    )?;
+                    free[t] -= bytes.len() as u64;
+                    report.stored[t] += bytes.len() as u64;
+                    report.segments += 1;
+                    pieces = take.end..pieces.end;
+                    t += 1;
                 }
-                let id = cat.next_id;
-                let object = segment_object(&cat.name, id);
-                let tier = &self.tiers[t];
-                tier.store.put(&object, &bytes).map_err(TierError::store(format!(
-                    "writing {object:?} to tier {:?}",
-                    tier.config.name
-                )))?;
-                written.push((t, object.clone()));
-                free[t] -= size;
-                report.stored[t] += size;
-                report.segments += 1;
-                cat.next_id += 1;
-                cat.segments.push(Segment {
-                    id,
-                    raw_offset: cat.raw_len,
-                    raw_len: (end - start) as u64,
-                    frames: seg.pieces.len() as u64,
-                    class: most_common(&classes[seg.pieces.clone()]),
-                    written: now_secs(),
-                    copies: vec![Copy {
-                        tier: tier.config.name.clone(),
-                        object,
-                        rung: rung.to_string(),
-                        stored: size,
-                        xxh3: xxh3_64(&bytes),
-                    }],
-                });
-                cat.raw_len += (end - start) as u64;
             }
             report.raw += n as u64;
         }
         Ok(report)
+    }
+
+    /// Puts one segment on tier `t` and adds it to the catalog (in memory).
+    #[allow(clippy::too_many_arguments)]
+    fn put_segment(
+        &self,
+        cat: &mut Catalog,
+        t: usize,
+        bytes: &[u8],
+        rung: adz_format::CodecSpec,
+        raw_len: u64,
+        classes: &[u8],
+        written: &mut Vec<(usize, String)>,
+    ) -> Result<(), TierError> {
+        let id = cat.next_id;
+        let object = segment_object(&cat.name, id);
+        let tier = &self.tiers[t];
+        tier.store.put(&object, bytes).map_err(TierError::store(format!(
+            "writing {object:?} to tier {:?}",
+            tier.config.name
+        )))?;
+        written.push((t, object.clone()));
+        cat.next_id += 1;
+        cat.segments.push(Segment {
+            id,
+            raw_offset: cat.raw_len,
+            raw_len,
+            frames: classes.len() as u64,
+            class: most_common(classes),
+            written: now_secs(),
+            copies: vec![Copy {
+                tier: tier.config.name.clone(),
+                object,
+                rung: rung.to_string(),
+                stored: bytes.len() as u64,
+                xxh3: xxh3_64(bytes),
+            }],
+        });
+        cat.raw_len += raw_len;
+        Ok(())
     }
 
     /// Opens dataset `name` for reading.

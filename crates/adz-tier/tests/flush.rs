@@ -286,3 +286,19 @@ fn raw_placement_fills_the_fast_tier_without_spilling() {
     let r = rig.tiers.reader("r").unwrap();
     assert_eq!(r.read_range(0, 8 << 20).unwrap(), data);
 }
+
+#[test]
+fn a_run_larger_than_predicted_keeps_what_fits_on_its_tier() {
+    // The table promises ratio 8 on random data: the DP plans all 8 MiB for the fast tier
+    // (1 MiB stored), the real run is 8 MiB. The frames that fit stay there, the rest goes down.
+    let rig = rig(&CONFIG.replace("batch = \"1MiB\"", "batch = \"8MiB\""), Vec::new());
+    let hope = RungCost { speed: 1e9, ratio: 8.0 };
+    let costs = CostTable::new(vec!["lz4:1".parse().unwrap()], vec![vec![hope]]).unwrap();
+    let data = generate(Kind::Random, 8 << 20, 4);
+    let report = rig.tiers.write("r", &mut &data[..], &costs).unwrap();
+    assert_eq!(report.spilled, 1);
+    let used = rig.tiers.used(0).unwrap();
+    assert!(used <= 3 << 20 && used > (3 << 20) - (256 << 10), "fast tier holds {used}");
+    let r = rig.tiers.reader("r").unwrap();
+    assert_eq!(r.read_range(0, 8 << 20).unwrap(), data);
+}
