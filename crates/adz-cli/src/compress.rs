@@ -115,6 +115,8 @@ pub(crate) struct CompressArgs {
     pub(crate) predict: adz_core::Predict,
     #[command(flatten)]
     pub(crate) common: CommonOut,
+    #[command(flatten)]
+    pub(crate) tier: crate::tier::TierFlag,
 }
 
 /// Are `a` and `b` the same file: the same device and inode if both exist, else the same

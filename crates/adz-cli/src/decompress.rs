@@ -20,6 +20,8 @@ pub(crate) struct DecompressArgs {
     #[command(flatten)]
     pub(crate) common: CommonOut,
     #[command(flatten)]
+    pub(crate) tier: crate::tier::TierFlag,
+    #[command(flatten)]
     pub(crate) read: read::ReadArgs,
 }
 

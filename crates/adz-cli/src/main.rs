@@ -16,6 +16,7 @@ mod read;
 mod recompress;
 mod remote;
 mod sizing;
+mod tier;
 
 use std::process::ExitCode;
 
@@ -114,6 +115,8 @@ enum Command {
     Dataset(dataset::DatasetArgs),
     /// Print the man page or shell completions (`make install` installs them).
     Generate(generate::GenerateArgs),
+    /// Tiered storage: status, flush, evict, gc (docs/TIERS.md).
+    Tier(tier::TierArgs),
 }
 
 #[derive(Args)]
@@ -158,10 +161,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
-        Command::Compress(a) => compress::compress(a),
-        Command::Decompress(a) => {
-            dataset::decompress_if_dataset(&a).unwrap_or_else(|| decompress::decompress(a))
+        Command::Compress(a) => {
+            tier::compress_if_tiers(&a).unwrap_or_else(|| compress::compress(a))
         }
+        Command::Decompress(a) => tier::decompress_if_tiers(&a)
+            .or_else(|| dataset::decompress_if_dataset(&a))
+            .unwrap_or_else(|| decompress::decompress(a)),
         Command::Inspect(a) => inspect::inspect(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Ls(a) => remote::ls(a),
@@ -174,6 +179,7 @@ fn main() -> ExitCode {
         Command::Mount(a) => mount::run(a),
         Command::Dataset(a) => dataset::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
+        Command::Tier(a) => tier::run(a),
     };
     match result {
         Ok(code) => code,
@@ -219,7 +225,8 @@ impl StdoutUse {
             | Command::Analyze(_)
             | Command::Mount(_)
             | Command::Dataset(_)
-            | Command::Generate(_) => (true, true),
+            | Command::Generate(_)
+            | Command::Tier(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
     }

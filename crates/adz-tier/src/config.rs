@@ -1,0 +1,319 @@
+//! The tier configuration file (TOML; docs/TIERS.md has an example).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use adz_format::CodecSpec;
+use adz_store::{LocalStorage, Storage, Throttled};
+use serde::Deserialize;
+
+use crate::error::TierError;
+
+/// A byte count in the file: a number, or a string with a unit (`"512MiB"`, `"4 GiB"`, `"1GB"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    fn bytes(&self, what: &str) -> Result<u64, TierError> {
+        match self {
+            Size::Bytes(n) => Ok(*n),
+            Size::Text(s) => {
+                parse_size(s).map_err(|why| TierError::Config(format!("{what}: {why}")))
+            }
+        }
+    }
+}
+
+/// Parses `"4GiB"`, `"512 MiB"`, `"1GB"`, `"100"` into bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let num: f64 = num.parse().map_err(|_| format!("{s:?} is not a size such as \"4GiB\""))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024f64.powi(2),
+        "gib" => 1024f64.powi(3),
+        "tib" => 1024f64.powi(4),
+        other => return Err(format!("unknown unit {other:?} in {s:?}")),
+    };
+    let v = num * mult;
+    if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(v as u64)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    catalog: Option<PathBuf>,
+    block_size: Option<Size>,
+    batch: Option<Size>,
+    #[serde(default)]
+    flush: FlushFile,
+    #[serde(rename = "tier")]
+    tiers: Vec<TierFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlushFile {
+    high: Option<f64>,
+    low: Option<f64>,
+    max_age: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TierFile {
+    name: String,
+    path: PathBuf,
+    capacity: Option<Size>,
+    bandwidth: String,
+    #[serde(default)]
+    latency: f64,
+    #[serde(default)]
+    throttle: bool,
+    rung: Option<String>,
+}
+
+/// One tier as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierConfig {
+    /// The tier's name (`"shm"`, `"nvme"`, `"pfs"`), as the catalog records it.
+    pub name: String,
+    /// A local directory (`/dev/shm/adz` for memory).
+    pub path: PathBuf,
+    /// Bytes the tier may hold; `u64::MAX` for no limit.
+    pub capacity: u64,
+    /// Write bandwidth, bytes per second: given, or measured when the tiers are opened
+    /// (`bandwidth = "measure"`).
+    pub bandwidth: Option<f64>,
+    /// Seconds per object written (a file create, a request).
+    pub latency: f64,
+    /// Make the tier behave as a link of `bandwidth` ([`Throttled`]), for benchmarks.
+    pub throttle: bool,
+    /// The rung frames take when flushed into this tier; `None`: chosen by the DP.
+    pub rung: Option<CodecSpec>,
+}
+
+/// When the flusher moves data down.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlushPolicy {
+    /// A tier filled past this fraction of its capacity is flushed ...
+    pub high: f64,
+    /// ... down to this fraction.
+    pub low: f64,
+    /// Segments older than this many seconds are flushed whatever the fill.
+    pub max_age: Option<f64>,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> FlushPolicy {
+        FlushPolicy { high: 0.8, low: 0.5, max_age: None }
+    }
+}
+
+/// The whole configuration: tiers fastest first, where the catalog lives, and the policies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TiersConfig {
+    /// Tiers, fastest first; the last is where flushed data ends.
+    pub tiers: Vec<TierConfig>,
+    /// The directory of catalog files (default: `.adz-catalog` in the last tier's directory).
+    pub catalog: PathBuf,
+    /// Raw bytes per frame.
+    pub block_size: u32,
+    /// Raw bytes the DP places at once (one write request in HCompress' terms); bounds memory.
+    pub batch: u64,
+    /// The flusher's thresholds.
+    pub flush: FlushPolicy,
+}
+
+impl TiersConfig {
+    /// Reads a TOML configuration file; relative paths in it are taken from its directory.
+    pub fn load(path: &Path) -> Result<TiersConfig, TierError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TierError::Config(format!("cannot read {}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        TiersConfig::parse(&text, base)
+    }
+
+    /// Parses a TOML configuration; relative paths are taken from `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<TiersConfig, TierError> {
+        let file: FileConfig =
+            toml::from_str(text).map_err(|e| TierError::Config(e.to_string()))?;
+        if file.tiers.is_empty() {
+            return Err(TierError::Config("no [[tier]]".into()));
+        }
+        let mut tiers = Vec::new();
+        for t in file.tiers {
+            let what = format!("tier {:?}", t.name);
+            if t.name.is_empty() || tiers.iter().any(|x: &TierConfig| x.name == t.name) {
+                return Err(TierError::Config(format!(
+                    "{what}: names must be non-empty and unique"
+                )));
+            }
+            let bandwidth = match t.bandwidth.trim() {
+                "measure" => None,
+                rate => Some(
+                    adz_store::parse_rate(rate)
+                        .map_err(|e| TierError::Config(format!("{what}: bandwidth: {e}")))?,
+                ),
+            };
+            if t.throttle && bandwidth.is_none() {
+                return Err(TierError::Config(format!("{what}: throttle needs a given bandwidth")));
+            }
+            let rung = t
+                .rung
+                .map(|r| r.parse::<CodecSpec>())
+                .transpose()
+                .map_err(|e| TierError::Config(format!("{what}: rung: {e}")))?;
+            if !(t.latency.is_finite() && t.latency >= 0.0) {
+                return Err(TierError::Config(format!("{what}: latency must be >= 0 seconds")));
+            }
+            tiers.push(TierConfig {
+                capacity: t.capacity.map(|c| c.bytes(&what)).transpose()?.unwrap_or(u64::MAX),
+                path: base.join(t.path),
+                name: t.name,
+                bandwidth,
+                latency: t.latency,
+                throttle: t.throttle,
+                rung,
+            });
+        }
+        let catalog = match file.catalog {
+            Some(c) => base.join(c),
+            None => tiers.last().expect("at least one tier").path.join(".adz-catalog"),
+        };
+        let block_size =
+            file.block_size.map(|s| s.bytes("block_size")).transpose()?.unwrap_or(1 << 20);
+        if !(4096..=(64 << 20)).contains(&block_size) {
+            return Err(TierError::Config("block_size must be 4KiB..=64MiB".into()));
+        }
+        let batch = file.batch.map(|s| s.bytes("batch")).transpose()?.unwrap_or(64 << 20);
+        if batch < block_size {
+            return Err(TierError::Config("batch must be at least one block".into()));
+        }
+        let d = FlushPolicy::default();
+        let flush = FlushPolicy {
+            high: file.flush.high.unwrap_or(d.high),
+            low: file.flush.low.unwrap_or(d.low),
+            max_age: file.flush.max_age,
+        };
+        if !(0.0..=1.0).contains(&flush.low) || !(flush.low..=1.0).contains(&flush.high) {
+            return Err(TierError::Config("flush: need 0 <= low <= high <= 1".into()));
+        }
+        Ok(TiersConfig { tiers, catalog, block_size: block_size as u32, batch, flush })
+    }
+}
+
+/// Opens a tier's directory as storage, throttled if asked, and measures its bandwidth if not
+/// given. Returns the storage and the bandwidth.
+pub(crate) fn open_tier(t: &TierConfig) -> Result<(Arc<dyn Storage>, f64), TierError> {
+    std::fs::create_dir_all(&t.path).map_err(|e| {
+        TierError::Config(format!("tier {:?}: cannot create {}: {e}", t.name, t.path.display()))
+    })?;
+    // A segment half-written when a process dies is worth nothing (its source is intact), so
+    // its temporary is marked as not recoverable, and `gc` removes it.
+    let local = LocalStorage::new(&t.path)
+        .map_err(TierError::store(format!("tier {:?}", t.name)))?
+        .recoverable_temporaries(false);
+    let bandwidth = match t.bandwidth {
+        Some(b) => b,
+        None => {
+            measure(&local).map_err(TierError::store(format!("measuring tier {:?}", t.name)))?
+        }
+    };
+    let store: Arc<dyn Storage> =
+        if t.throttle { Arc::new(Throttled::new(local, bandwidth)) } else { Arc::new(local) };
+    Ok((store, bandwidth))
+}
+
+/// Write bandwidth of a store: one 32 MiB object, committed (and so synced), then deleted.
+fn measure(store: &dyn Storage) -> adz_store::Result<f64> {
+    const PROBE: &str = ".adz-bandwidth-probe";
+    let data = vec![0x5au8; 32 << 20];
+    let t0 = Instant::now();
+    store.put(PROBE, &data)?;
+    let secs = t0.elapsed().as_secs_f64().max(1e-6);
+    store.delete(PROBE)?;
+    Ok(data.len() as f64 / secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+        batch = "8MiB"
+        [flush]
+        high = 0.9
+        [[tier]]
+        name = "shm"
+        path = "shm"
+        capacity = "1GiB"
+        bandwidth = "10GB/s"
+        [[tier]]
+        name = "disk"
+        path = "/data/adz"
+        capacity = 4000000
+        bandwidth = "1200MB/s"
+        throttle = true
+        rung = "zstd:9"
+    "#;
+
+    #[test]
+    fn parses_the_example() {
+        let c = TiersConfig::parse(EXAMPLE, Path::new("/etc")).unwrap();
+        assert_eq!(c.tiers.len(), 2);
+        assert_eq!(c.tiers[0].path, Path::new("/etc/shm"));
+        assert_eq!(c.tiers[0].capacity, 1 << 30);
+        assert_eq!(c.tiers[0].bandwidth, Some(10e9));
+        assert_eq!(c.tiers[1].capacity, 4_000_000);
+        assert_eq!(c.tiers[1].rung, Some("zstd:9".parse().unwrap()));
+        assert!(c.tiers[1].throttle);
+        assert_eq!(c.catalog, Path::new("/data/adz/.adz-catalog"));
+        assert_eq!((c.batch, c.block_size), (8 << 20, 1 << 20));
+        assert_eq!(c.flush, FlushPolicy { high: 0.9, low: 0.5, max_age: None });
+    }
+
+    #[test]
+    fn rejects_bad_files() {
+        let bad = [
+            "",
+            "[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"fast\"",
+            "[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"1GB/s\"\ncapacity = \"3 parsecs\"",
+            "[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"measure\"\nthrottle = true",
+            "[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"1GB/s\"\n[[tier]]\nname = \"a\"\npath = \"y\"\nbandwidth = \"1GB/s\"",
+            "[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"1GB/s\"\ncolour = 3",
+            "[flush]\nhigh = 0.2\nlow = 0.5\n[[tier]]\nname = \"a\"\npath = \"x\"\nbandwidth = \"1GB/s\"",
+        ];
+        for text in bad {
+            assert!(
+                matches!(TiersConfig::parse(text, Path::new("/")), Err(TierError::Config(_))),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("4 GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("GiB").is_err());
+        assert!(parse_size("-1").is_err());
+    }
+}

@@ -1,0 +1,522 @@
+//! [`Tiered`]: datasets written over a hierarchy of tiers, read back through the catalog.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use adz_core::{FrameWriter, FrameWriterOptions, Reader, ReaderOptions};
+use adz_store::Storage;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::catalog::{Catalog, Copy, Segment};
+use crate::config::{open_tier, TierConfig, TiersConfig};
+use crate::error::TierError;
+use crate::place::{place, CostTable, Piece, TierSlot};
+
+/// A compressed block is kept only if it saves 3 % (the pipeline's keep threshold).
+pub(crate) const KEEP_RATIO: f64 = 0.97;
+
+/// One open tier.
+#[derive(Debug, Clone)]
+pub struct Tier {
+    /// Its configuration.
+    pub config: TierConfig,
+    /// Its storage.
+    pub store: Arc<dyn Storage>,
+    /// Its write bandwidth, bytes per second (given or measured).
+    pub bandwidth: f64,
+}
+
+/// Datasets spread over tiers, fastest first; see the crate docs.
+///
+/// One process at a time writes or flushes a given set of tiers (there is no lock between
+/// processes); readers may run alongside a flush.
+#[derive(Debug)]
+pub struct Tiered {
+    pub(crate) tiers: Vec<Tier>,
+    pub(crate) catalog: Arc<dyn Storage>,
+    pub(crate) config: TiersConfig,
+}
+
+/// What a [`Tiered::write`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteReport {
+    /// Raw bytes written.
+    pub raw: u64,
+    /// Stored bytes per tier, in tier order.
+    pub stored: Vec<u64>,
+    /// Segments written.
+    pub segments: u64,
+    /// Runs that did not fit where the DP put them (their real size was larger than
+    /// predicted): the frames that fit stayed there, the rest went to a lower tier.
+    pub spilled: u64,
+    /// The DP's predicted seconds for the whole write.
+    pub predicted_seconds: f64,
+    /// Seconds the DP itself took.
+    pub placement_seconds: f64,
+    /// Wall seconds of the write.
+    pub seconds: f64,
+}
+
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The object that holds segment `id` of dataset `name` on a tier.
+pub(crate) fn segment_object(name: &str, id: u64) -> String {
+    format!("{name}/{id:08}.adz")
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> Result<usize, TierError> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TierError::Input(e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Encodes `data` as one adz file at `rung`.
+pub(crate) fn encode(
+    data: &[u8],
+    rung: adz_format::CodecSpec,
+    block_size: u32,
+) -> Result<Vec<u8>, TierError> {
+    let opts = FrameWriterOptions {
+        block_size,
+        codec: rung,
+        keep_ratio: KEEP_RATIO,
+        ..Default::default()
+    };
+    let mut w = FrameWriter::new(Vec::with_capacity(data.len() / 2 + 4096), opts)
+        .map_err(TierError::frames("starting a segment"))?;
+    w.write_data(data).map_err(TierError::frames(format!("encoding a segment at {rung}")))?;
+    let (bytes, _) = w.finish().map_err(TierError::frames("finishing a segment"))?;
+    Ok(bytes)
+}
+
+impl Tiered {
+    /// Opens (creating their directories) the tiers and the catalog of `config`, measuring
+    /// the bandwidth of tiers whose bandwidth is `"measure"`.
+    pub fn open(config: TiersConfig) -> Result<Tiered, TierError> {
+        let mut tiers = Vec::new();
+        for t in &config.tiers {
+            let (store, bandwidth) = open_tier(t)?;
+            tiers.push(Tier { config: t.clone(), store, bandwidth });
+        }
+        std::fs::create_dir_all(&config.catalog).map_err(|e| {
+            TierError::Config(format!(
+                "cannot create the catalog {}: {e}",
+                config.catalog.display()
+            ))
+        })?;
+        // A catalog save cut short is worth nothing (the old catalog stands): `gc` removes it.
+        let catalog = adz_store::LocalStorage::new(&config.catalog)
+            .map_err(TierError::store("opening the catalog"))?
+            .recoverable_temporaries(false);
+        Ok(Tiered { tiers, catalog: Arc::new(catalog), config })
+    }
+
+    /// Builds tiers over stores the caller made (decorated ones, in tests): `stores[i]` is
+    /// tier `i` of `config`, whose bandwidth must be given.
+    pub fn with_stores(
+        config: TiersConfig,
+        stores: Vec<Arc<dyn Storage>>,
+        catalog: Arc<dyn Storage>,
+    ) -> Result<Tiered, TierError> {
+        if stores.len() != config.tiers.len() {
+            return Err(TierError::Config(format!(
+                "{} stores for {} tiers",
+                stores.len(),
+                config.tiers.len()
+            )));
+        }
+        let mut tiers = Vec::new();
+        for (t, store) in config.tiers.iter().zip(stores) {
+            let bandwidth = t.bandwidth.ok_or_else(|| {
+                TierError::Config(format!("tier {:?}: give its bandwidth", t.name))
+            })?;
+            tiers.push(Tier { config: t.clone(), store, bandwidth });
+        }
+        Ok(Tiered { tiers, catalog, config })
+    }
+
+    /// The tiers, fastest first.
+    pub fn tiers(&self) -> &[Tier] {
+        &self.tiers
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TiersConfig {
+        &self.config
+    }
+
+    /// The catalog's storage.
+    pub fn catalog_store(&self) -> &Arc<dyn Storage> {
+        &self.catalog
+    }
+
+    /// Dataset `name`'s catalog.
+    pub fn catalog(&self, name: &str) -> Result<Catalog, TierError> {
+        Catalog::load(&*self.catalog, name)
+    }
+
+    /// The names of all tiered datasets.
+    pub fn datasets(&self) -> Result<Vec<String>, TierError> {
+        Catalog::list(&*self.catalog)
+    }
+
+    /// Bytes stored on tier `t` (everything there, orphans of a crash included).
+    pub fn used(&self, t: usize) -> Result<u64, TierError> {
+        let tier = &self.tiers[t];
+        let objects = tier
+            .store
+            .list("")
+            .map_err(TierError::store(format!("listing tier {:?}", tier.config.name)))?;
+        Ok(objects.iter().map(|o| o.size).sum())
+    }
+
+    /// Bytes free on tier `t`: its capacity less what is on it. A tier without a capacity
+    /// (a parallel file system) is not listed, which could take long there.
+    pub fn free(&self, t: usize) -> Result<u64, TierError> {
+        let capacity = self.tiers[t].config.capacity;
+        if capacity == u64::MAX {
+            return Ok(u64::MAX);
+        }
+        Ok(capacity.saturating_sub(self.used(t)?))
+    }
+
+    pub(crate) fn tier_index(&self, name: &str) -> Option<usize> {
+        self.tiers.iter().position(|t| t.config.name == name)
+    }
+
+    /// Writes dataset `name` from `input`: each batch of the input is cut into blocks, each
+    /// block classified, the DP ([`place`]) puts the blocks on tiers and rungs, and each
+    /// tier's run is written as one adz file (a segment). The catalog is replaced at the end,
+    /// atomically; an older dataset of that name stays readable until then and its segments
+    /// are deleted after. On an error, the segments written so far are deleted and the old
+    /// dataset, if any, stays as it was.
+    pub fn write(
+        &self,
+        name: &str,
+        input: &mut dyn Read,
+        costs: &CostTable,
+    ) -> Result<WriteReport, TierError> {
+        adz_store::validate_name(name).map_err(TierError::store("dataset name"))?;
+        let started = Instant::now();
+        let old = match self.catalog(name) {
+            Ok(c) => Some(c),
+            Err(TierError::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let mut cat = Catalog::new(name, old.as_ref().map_or(0, |c| c.next_id));
+        let mut written: Vec<(usize, String)> = Vec::new();
+        let result = self.write_segments(&mut cat, input, costs, &mut written);
+        let result = result.and_then(|report| cat.save(&*self.catalog).map(|()| report));
+        match result {
+            Ok(mut report) => {
+                if let Some(old) = old {
+                    for s in &old.segments {
+                        for c in &s.copies {
+                            if let Some(t) = self.tier_index(&c.tier) {
+                                // A failure leaves an orphan that `gc` removes later.
+                                let _ = self.tiers[t].store.delete(&c.object);
+                            }
+                        }
+                    }
+                }
+                report.seconds = started.elapsed().as_secs_f64();
+                Ok(report)
+            }
+            Err(e) => {
+                for (t, object) in written {
+                    let _ = self.tiers[t].store.delete(&object);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn write_segments(
+        &self,
+        cat: &mut Catalog,
+        input: &mut dyn Read,
+        costs: &CostTable,
+        written: &mut Vec<(usize, String)>,
+    ) -> Result<WriteReport, TierError> {
+        let block = self.config.block_size as usize;
+        let mut free =
+            (0..self.tiers.len()).map(|t| self.free(t)).collect::<Result<Vec<_>, _>>()?;
+        let mut report = WriteReport { stored: vec![0; self.tiers.len()], ..Default::default() };
+        let mut buf = vec![0u8; self.config.batch as usize];
+        loop {
+            let n = read_full(input, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            let data = &buf[..n];
+            let classes: Vec<u8> = data.chunks(block).map(adz_control::classify).collect();
+            let pieces: Vec<Piece> = data
+                .chunks(block)
+                .zip(&classes)
+                .map(|(b, &c)| Piece { raw: b.len() as u64, class: c as usize })
+                .collect();
+            let slots: Vec<TierSlot> = self
+                .tiers
+                .iter()
+                .zip(&free)
+                .map(|(t, &free)| TierSlot {
+                    // Each tier's run is one file: its header and trailer take room too.
+                    free: free.saturating_sub(crate::place::FILE_OVERHEAD),
+                    bandwidth: t.bandwidth,
+                    latency: t.config.latency,
+                })
+                .collect();
+            let t0 = Instant::now();
+            let plan = place(&pieces, &slots, costs)?;
+            report.placement_seconds += t0.elapsed().as_secs_f64();
+            report.predicted_seconds += plan.seconds;
+            for seg in plan.segments {
+                let rung = costs.rungs[seg.rung];
+                // The DP's sizes are predictions. A run larger than its tier's room is cut:
+                // the frames that fit stay on the tier, the rest goes to the next tier, so no
+                // tier ever holds more than its capacity and a wrong ratio wastes no room.
+                let (mut pieces, mut t) = (seg.pieces.clone(), seg.tier);
+                while !pieces.is_empty() {
+                    let span = |p: &std::ops::Range<usize>| p.start * block..(p.end * block).min(n);
+                    let mut bytes = encode(&data[span(&pieces)], rung, self.config.block_size)?;
+                    let mut take = pieces.clone();
+                    let size = bytes.len() as u64;
+                    if size > free[t] {
+                        if t + 1 == self.tiers.len() {
+                            return Err(TierError::NoRoom { raw: span(&pieces).len() as u64 });
+                        }
+                        report.spilled += 1;
+                        // The frames that fit, guessed from the mean frame size, then checked.
+                        let room = free[t].saturating_sub(crate::place::FILE_OVERHEAD);
+                        let mut k = (pieces.len() as u128 * room as u128 / size as u128) as usize;
+                        loop {
+                            if k == 0 {
+                                bytes.clear();
+                                break;
+                            }
+                            take = pieces.start..pieces.start + k;
+                            bytes = encode(&data[span(&take)], rung, self.config.block_size)?;
+                            if bytes.len() as u64 <= free[t] {
+                                break;
+                            }
+                            k -= 1;
+                        }
+                        if k == 0 {
+                            t += 1;
+                            continue;
+                        }
+                    }
+                    let range = span(&take);
+                    self.put_segment(
+                        cat,
+                        t,
+                        &bytes,
+                        rung,
+                        range.len() as u64,
+                        &classes[take.clone()],
+                        written,
+                    )?;
+                    free[t] -= bytes.len() as u64;
+                    report.stored[t] += bytes.len() as u64;
+                    report.segments += 1;
+                    pieces = take.end..pieces.end;
+                    t += 1;
+                }
+            }
+            report.raw += n as u64;
+        }
+        Ok(report)
+    }
+
+    /// Puts one segment on tier `t` and adds it to the catalog (in memory).
+    #[allow(clippy::too_many_arguments)]
+    fn put_segment(
+        &self,
+        cat: &mut Catalog,
+        t: usize,
+        bytes: &[u8],
+        rung: adz_format::CodecSpec,
+        raw_len: u64,
+        classes: &[u8],
+        written: &mut Vec<(usize, String)>,
+    ) -> Result<(), TierError> {
+        let id = cat.next_id;
+        let object = segment_object(&cat.name, id);
+        let tier = &self.tiers[t];
+        tier.store.put(&object, bytes).map_err(TierError::store(format!(
+            "writing {object:?} to tier {:?}",
+            tier.config.name
+        )))?;
+        written.push((t, object.clone()));
+        cat.next_id += 1;
+        cat.segments.push(Segment {
+            id,
+            raw_offset: cat.raw_len,
+            raw_len,
+            frames: classes.len() as u64,
+            class: most_common(classes),
+            written: now_secs(),
+            copies: vec![Copy {
+                tier: tier.config.name.clone(),
+                object,
+                rung: rung.to_string(),
+                stored: bytes.len() as u64,
+                xxh3: xxh3_64(bytes),
+            }],
+        });
+        cat.raw_len += raw_len;
+        Ok(())
+    }
+
+    /// Opens dataset `name` for reading.
+    pub fn reader(&self, name: &str) -> Result<TieredReader, TierError> {
+        let catalog = self.catalog(name)?;
+        Ok(TieredReader { catalog, tiers: self.tiers.clone(), open: Mutex::new(HashMap::new()) })
+    }
+}
+
+fn most_common(classes: &[u8]) -> u8 {
+    let mut count = [0usize; 256];
+    for &c in classes {
+        count[c as usize] += 1;
+    }
+    (0..=255u8).max_by_key(|&c| (count[c as usize], std::cmp::Reverse(c))).unwrap_or(0)
+}
+
+/// Readers kept open at once.
+const OPEN_READERS: usize = 16;
+
+/// Reads a tiered dataset: each segment from the fastest tier that holds a good copy.
+#[derive(Debug)]
+pub struct TieredReader {
+    catalog: Catalog,
+    tiers: Vec<Tier>,
+    open: Mutex<HashMap<usize, (usize, Arc<Reader>)>>,
+}
+
+impl TieredReader {
+    /// Raw bytes of the dataset.
+    pub fn len(&self) -> u64 {
+        self.catalog.raw_len
+    }
+
+    /// True for an empty dataset.
+    pub fn is_empty(&self) -> bool {
+        self.catalog.raw_len == 0
+    }
+
+    /// The catalog the reader follows.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Opens segment `k` from its fastest readable copy; returns the tier index and reader.
+    fn segment(&self, k: usize) -> Result<(usize, Arc<Reader>), TierError> {
+        if let Some(r) = self.open.lock().unwrap_or_else(PoisonError::into_inner).get(&k) {
+            return Ok(r.clone());
+        }
+        let seg = &self.catalog.segments[k];
+        let mut copies: Vec<(usize, &Copy)> = seg
+            .copies
+            .iter()
+            .filter_map(|c| self.tiers.iter().position(|t| t.config.name == c.tier).map(|t| (t, c)))
+            .collect();
+        copies.sort_by_key(|&(t, _)| t);
+        let mut last = TierError::Catalog {
+            name: self.catalog.name.clone(),
+            reason: format!("segment {} has no copy on a configured tier", seg.id),
+        };
+        for (t, c) in copies {
+            let opts = ReaderOptions { cache_bytes: 8 << 20, ..Default::default() };
+            match Reader::open(Arc::clone(&self.tiers[t].store), &c.object, opts) {
+                Ok(r) if r.len() == seg.raw_len && r.file_len() == c.stored => {
+                    let entry = (t, Arc::new(r));
+                    let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+                    if open.len() >= OPEN_READERS {
+                        open.clear();
+                    }
+                    open.insert(k, entry.clone());
+                    return Ok(entry);
+                }
+                Ok(r) => {
+                    last = TierError::Catalog {
+                        name: self.catalog.name.clone(),
+                        reason: format!(
+                            "{:?} on tier {:?} holds {} raw bytes in {} bytes, the catalog says {} in {}",
+                            c.object, c.tier, r.len(), r.file_len(), seg.raw_len, c.stored
+                        ),
+                    }
+                }
+                Err(e) => {
+                    last = TierError::Frames {
+                        what: format!("opening {:?} on tier {:?}", c.object, c.tier),
+                        source: Box::new(e),
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// The tier that serves segment `k` (the fastest with a readable copy).
+    pub fn tier_of(&self, k: usize) -> Result<String, TierError> {
+        let (t, _) = self.segment(k)?;
+        Ok(self.tiers[t].config.name.clone())
+    }
+
+    /// Reads raw bytes at `offset` into `buf`; returns how many (short only at the end).
+    pub fn read_at(&self, mut offset: u64, buf: &mut [u8]) -> Result<usize, TierError> {
+        let mut done = 0;
+        while done < buf.len() && offset < self.len() {
+            let k = self.catalog.segment_at(offset).expect("offset within the dataset");
+            let seg = &self.catalog.segments[k];
+            let (_, r) = self.segment(k)?;
+            let n = r.read_at(offset - seg.raw_offset, &mut buf[done..]).map_err(
+                TierError::frames(format!("reading segment {} of {:?}", seg.id, self.catalog.name)),
+            )?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+            offset += n as u64;
+        }
+        Ok(done)
+    }
+
+    /// Reads `len` bytes at `offset`; fails if they are not all there.
+    pub fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, TierError> {
+        let size = self.len();
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(TierError::OutOfRange { offset, len, size });
+        }
+        let mut buf = vec![0u8; len as usize];
+        let n = self.read_at(offset, &mut buf)?;
+        debug_assert_eq!(n as u64, len);
+        Ok(buf)
+    }
+
+    /// Writes the whole dataset to `out`, segment by segment; returns the raw bytes written.
+    pub fn copy_to(&self, mut out: &mut dyn Write, threads: usize) -> Result<u64, TierError> {
+        let mut total = 0;
+        for k in 0..self.catalog.segments.len() {
+            let (_, r) = self.segment(k)?;
+            total += r.copy_to(&mut out, threads).map_err(TierError::frames(format!(
+                "copying segment {} of {:?}",
+                k, self.catalog.name
+            )))?;
+        }
+        Ok(total)
+    }
+}
