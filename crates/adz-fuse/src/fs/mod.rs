@@ -5,8 +5,9 @@
 //! file being written has a `Staging` mutex, held across a commit (which compresses the whole
 //! file). Lock order: a staging lock before the state lock, never the other way round.
 //!
-//! Modules: `namespace` (paths, attributes, listing, renames), `read` (the read path through
-//! the shared cache), `write` (staging and commits), `ops` (the FUSE operations).
+//! Modules: `namespace` (paths, attributes, listing, renames), `read` and `frames` (the read
+//! path, the shared cache and read-ahead), `write` (staging and commits), `ops` (the FUSE
+//! operations).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -31,12 +32,14 @@ use nix::sys::time::TimeSpec;
 
 use crate::{Error, MountOptions, STAGING_DIR};
 
+mod frames;
 mod namespace;
 mod ops;
 mod read;
 mod write;
 
-use adz_core::reader::FrameCache;
+pub(crate) use frames::Counters;
+use frames::{Frames, Seq};
 use namespace::*;
 use read::*;
 use write::*;
@@ -105,8 +108,16 @@ struct Node {
 }
 
 enum Handle {
-    Plain { ino: u64, file: Arc<File> },
-    Adz { ino: u64, append: bool },
+    Plain {
+        ino: u64,
+        file: Arc<File>,
+    },
+    /// `seq`: where its reads stand, for read-ahead.
+    Adz {
+        ino: u64,
+        append: bool,
+        seq: Arc<Mutex<Seq>>,
+    },
 }
 
 #[derive(Default)]
@@ -158,7 +169,7 @@ pub struct AdzFs {
     throttle: Option<f64>,
     read_only: bool,
     decode_threads: usize,
-    cache: Mutex<FrameCache<(u64, usize)>>,
+    frames: Arc<Frames>,
     state: Mutex<State>,
     is_root: bool,
 }
@@ -170,6 +181,11 @@ impl std::fmt::Debug for AdzFs {
 }
 
 impl AdzFs {
+    /// The counters of the read path, shared with the [`Mount`](crate::Mount).
+    pub(crate) fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.frames.counters)
+    }
+
     /// The file system over `source` (an existing directory).
     pub fn new(source: &Path, opts: &MountOptions) -> Result<AdzFs, Error> {
         let root = fs::canonicalize(source).map_err(|e| src_err_at(source, e))?;
@@ -205,7 +221,7 @@ impl AdzFs {
             throttle: opts.throttle,
             read_only: opts.read_only,
             decode_threads: opts.decode_threads,
-            cache: Mutex::new(FrameCache::new(opts.cache_bytes)),
+            frames: Arc::new(Frames::new(opts.cache_bytes, opts.read_ahead_bytes)),
             state: Mutex::new(state),
             is_root: nix::unistd::geteuid().is_root(),
         })
@@ -251,7 +267,8 @@ impl AdzFs {
                 Ok(self.new_handle(Handle::Plain { ino, file: Arc::new(file) }))
             }
             Kind::Adz => {
-                let fh = self.new_handle(Handle::Adz { ino, append: flags & libc::O_APPEND != 0 });
+                let append = flags & libc::O_APPEND != 0;
+                let fh = self.new_handle(Handle::Adz { ino, append, seq: Arc::default() });
                 if flags & libc::O_TRUNC != 0 {
                     if let Err(e) = self.staging_for(ino, Some(0)) {
                         self.close_handle(fh);

@@ -304,9 +304,9 @@ impl fuser::Filesystem for AdzFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let plain = match lock(&self.state).handles.get(&fh.0) {
-            Some(Handle::Plain { file, .. }) => Some(Arc::clone(file)),
-            Some(Handle::Adz { .. }) => None,
+        let (plain, seq) = match lock(&self.state).handles.get(&fh.0) {
+            Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), None),
+            Some(Handle::Adz { seq, .. }) => (None, Some(Arc::clone(seq))),
             None => return reply.error(Errno::EBADF),
         };
         let r = (|| -> Result<Vec<u8>, Errno> {
@@ -322,7 +322,7 @@ impl fuser::Filesystem for AdzFs {
             let rel = lock(&self.state).path(ino.0)?;
             let (_, path, meta) = self.resolve(&rel)?;
             let r = self.reader_for(ino.0, &path, &meta)?;
-            self.read_frames(&r, &path, offset, size)
+            self.read_frames(&r, seq.as_ref(), &path, offset, size)
         })();
         match r {
             Ok(d) => reply.data(&d),

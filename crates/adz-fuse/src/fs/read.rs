@@ -97,10 +97,12 @@ impl AdzFs {
         Ok(r)
     }
 
-    /// Read raw bytes of the current version, frame by frame through the shared cache.
+    /// Read raw bytes of the current version, frame by frame through the shared cache;
+    /// `seq`: the handle's sequence, for read-ahead.
     pub(super) fn read_frames(
         &self,
-        r: &OpenReader,
+        r: &Arc<OpenReader>,
+        seq: Option<&Arc<Mutex<Seq>>>,
         path: &Path,
         off: u64,
         size: u32,
@@ -122,19 +124,15 @@ impl AdzFs {
         };
         let mut i = frames.start;
         while i < frames.end {
-            if let Some(data) = lock(&self.cache).get((r.id, i)) {
+            if let Some(data) = self.frames.get((r.id, i)) {
                 copy(&mut out, i, &data);
                 i += 1;
                 continue;
             }
-            // A run of frames not cached: decoded together (in parallel by the reader).
-            let mut j = i + 1;
-            while j < frames.end && !lock(&self.cache).contains((r.id, j)) {
-                j += 1;
-            }
-            let start = entries[i].raw_offset;
-            let mut buf = vec![0; (entries[j - 1].raw_range().end - start) as usize];
-            r.reader.read_at(start, &mut buf).map_err(|e| {
+            // A run of frames neither cached nor being decoded: decoded together (in
+            // parallel by the reader). None: another read took frame i on meanwhile.
+            let Some((run, res)) = self.frames.decode(r, i, frames.end) else { continue };
+            let data = res.map_err(|e| {
                 log::error!(
                     "{}: read of {size} bytes at {off} failed: {}",
                     path.display(),
@@ -142,13 +140,14 @@ impl AdzFs {
                 );
                 Errno::EIO
             })?;
-            for (k, e) in entries.iter().enumerate().take(j).skip(i) {
-                let at = (e.raw_offset - start) as usize;
-                let data = Arc::new(buf[at..at + e.raw_len as usize].to_vec());
-                copy(&mut out, k, &data);
-                lock(&self.cache).insert((r.id, k), data);
+            self.frames.counters.frames_decoded.fetch_add(run.len() as u64, Ordering::Relaxed);
+            for (k, d) in run.clone().zip(&data) {
+                copy(&mut out, k, d);
             }
-            i = j;
+            i = run.end;
+        }
+        if let Some(seq) = seq {
+            self.frames.after_read(r, seq, off, end, frames.end);
         }
         Ok(out)
     }
