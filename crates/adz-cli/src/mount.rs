@@ -34,6 +34,10 @@ pub(crate) struct MountArgs {
     /// Bytes of decoded frames cached for reads, shared by all files (K, M, G suffixes).
     #[arg(long, default_value = "256MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
     cache: u64,
+    /// Raw bytes decoded ahead of a sequential reader, within the cache (at most a quarter of
+    /// it); 0 turns read-ahead off.
+    #[arg(long, default_value = "16MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
+    read_ahead: u64,
     /// Mount read-only: every change fails with EROFS.
     #[arg(long)]
     read_only: bool,
@@ -67,6 +71,7 @@ pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
             ..Default::default()
         },
         cache_bytes: a.cache,
+        read_ahead_bytes: a.read_ahead,
         read_only: a.read_only,
         throttle: a.throttle.map(LinkSpeed::bytes_per_sec),
         ..Default::default()

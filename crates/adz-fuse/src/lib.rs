@@ -2,10 +2,11 @@
 //!
 //! Each regular file `NAME.adz` in the source directory appears as `NAME` with its raw size;
 //! other entries pass through. Reads decode only the frames a range needs, through one LRU of
-//! decoded frames shared by the whole mount. Writes go to a sparse staging file in
-//! `SOURCE/.adz-staging/`, which is compressed through the adaptive pipeline on close or
-//! fsync into a temporary next to `NAME.adz` and renamed over it: a reader of the source never
-//! sees a torn file, and a daemon killed mid-write leaves the previous version intact.
+//! decoded frames shared by the whole mount; sequential readers are read ahead. Writes go to
+//! a sparse staging file in `SOURCE/.adz-staging/`, which is compressed through the adaptive
+//! pipeline on close or fsync into a temporary next to `NAME.adz` and renamed over it: a
+//! reader of the source never sees a torn file, and a daemon killed mid-write leaves the
+//! previous version intact.
 //! docs/MOUNT.md says what POSIX behaviour is supported and with which errno each limit fails.
 //!
 //! ```no_run
@@ -29,6 +30,9 @@ pub const STAGING_DIR: &str = ".adz-staging";
 
 /// Default size of the shared cache of decoded frames.
 pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
+
+/// Default of [`MountOptions::read_ahead_bytes`].
+pub const DEFAULT_READ_AHEAD_BYTES: u64 = 16 << 20;
 
 /// What can go wrong setting up a mount.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +78,9 @@ pub struct MountOptions {
     pub cache_bytes: u64,
     /// Refuse every change (EROFS); the kernel mount is read-only too.
     pub read_only: bool,
+    /// Raw bytes decoded ahead of a sequential reader into the cache, at most a quarter of
+    /// `cache_bytes`; 0 turns read-ahead off.
+    pub read_ahead_bytes: u64,
     /// Threads that decode the frames of one read; 0 = one per core.
     pub decode_threads: usize,
     /// Threads that serve kernel requests.
@@ -89,6 +96,7 @@ impl Default for MountOptions {
             write: WriteOptions::default(),
             cache_bytes: DEFAULT_CACHE_BYTES,
             read_only: false,
+            read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
             decode_threads: 0,
             fuse_threads: 4,
             throttle: None,
@@ -96,14 +104,38 @@ impl Default for MountOptions {
     }
 }
 
+/// What the read path of a mount has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MountStats {
+    /// Frames decoded because a read needed them.
+    pub frames_decoded: u64,
+    /// Frames decoded ahead of a sequential reader, before a read asked for them.
+    pub frames_read_ahead: u64,
+    /// Frames reads found decoded already in the shared cache.
+    pub cache_hits: u64,
+}
+
 /// A mounted file system, served by a background thread. Dropping it unmounts too.
 #[derive(Debug)]
 pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     mountpoint: PathBuf,
+    counters: std::sync::Arc<fs::Counters>,
 }
 
 impl Mount {
+    /// What the read path has done so far.
+    pub fn stats(&self) -> MountStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        MountStats {
+            frames_decoded: c.frames_decoded.load(Relaxed),
+            frames_read_ahead: c.frames_read_ahead.load(Relaxed),
+            cache_hits: c.cache_hits.load(Relaxed),
+        }
+    }
+
     /// The mount point.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
@@ -159,6 +191,7 @@ impl Unmounter {
 pub fn mount(source: &Path, mountpoint: &Path, opts: MountOptions) -> Result<Mount, Error> {
     opts.write.check()?;
     let fs = AdzFs::new(source, &opts)?;
+    let counters = fs.counters();
     let mut mount_options = vec![
         fuser::MountOption::FSName(format!("adz:{}", source.display())),
         fuser::MountOption::Subtype("adz".to_owned()),
@@ -177,7 +210,7 @@ pub fn mount(source: &Path, mountpoint: &Path, opts: MountOptions) -> Result<Mou
     config.n_threads = Some(opts.fuse_threads.max(1));
     let session = fuser::spawn_mount(fs, mountpoint, &config)
         .map_err(|source| Error::Mount { path: mountpoint.to_path_buf(), source })?;
-    Ok(Mount { session: Some(session), mountpoint: mountpoint.to_path_buf() })
+    Ok(Mount { session: Some(session), mountpoint: mountpoint.to_path_buf(), counters })
 }
 
 /// Print this crate's log (damaged frames, failed commits) on stderr as `adz mount: ...`,

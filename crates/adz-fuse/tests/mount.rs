@@ -370,18 +370,27 @@ fn daemon_helper() {
     else {
         return;
     };
-    let m = adz_fuse::mount(src.as_ref(), mnt.as_ref(), common::test_options()).unwrap();
+    let mut opts = common::test_options();
+    opts.throttle = std::env::var("ADZ_FUSE_TEST_THROTTLE").ok().map(|r| r.parse().unwrap());
+    let m = adz_fuse::mount(src.as_ref(), mnt.as_ref(), opts).unwrap();
     std::thread::sleep(Duration::from_secs(120));
     drop(m);
 }
 
 fn spawn_daemon(src: &Path, mnt: &Path) -> std::process::Child {
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args(["daemon_helper", "--exact", "--nocapture", "--test-threads=1"])
+    spawn_daemon_at(src, mnt, None)
+}
+
+/// The daemon, its commits paced to `throttle` bytes/s when given.
+fn spawn_daemon_at(src: &Path, mnt: &Path, throttle: Option<f64>) -> std::process::Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["daemon_helper", "--exact", "--nocapture", "--test-threads=1"])
         .env("ADZ_FUSE_TEST_SRC", src)
-        .env("ADZ_FUSE_TEST_MNT", mnt)
-        .spawn()
-        .unwrap();
+        .env("ADZ_FUSE_TEST_MNT", mnt);
+    if let Some(rate) = throttle {
+        cmd.env("ADZ_FUSE_TEST_THROTTLE", rate.to_string());
+    }
+    let child = cmd.spawn().unwrap();
     common::wait_mounted(mnt);
     child
 }
@@ -463,6 +472,69 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
         first_diff(&big_old),
         first_diff(&big_new)
     );
+}
+
+#[test]
+fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
+    if !common::fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    struct Guard<'a>(&'a Path);
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            common::lazy_unmount(self.0);
+        }
+    }
+    let _g = Guard(&mnt);
+    let old = data(300_000, 12);
+    fs::write(src.join("h.adz"), adz_bytes(&old, 64 << 10)).unwrap();
+    // Commits paced to 1 MB/s: the commit of 6 MB takes seconds, so the kill lands in it.
+    let mut child = spawn_daemon_at(&src, &mnt, Some(1e6));
+    let new = data(6_000_000, 13);
+    let new_file = dir.path().join("new");
+    fs::write(&new_file, &new).unwrap();
+    let script = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+        os.write(fd, open(sys.argv[2], 'rb').read())\n\
+        print('ready', flush=True)\n\
+        try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
+        sys.stdin.read()\n";
+    let mut holder = python_holding(script, &[&mnt.join("h"), &new_file]);
+    // Wait until the commit's temporary holds a few frames, then kill the daemon.
+    let start = std::time::Instant::now();
+    let tmp = loop {
+        let found = fs::read_dir(&src).unwrap().map(|e| e.unwrap().path()).find(|p| {
+            p.file_name().unwrap().to_string_lossy().starts_with(".h.adz.adz-tmp-")
+                && fs::metadata(p).is_ok_and(|m| m.len() > 300_000)
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no temporary of the commit");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    common::lazy_unmount(&mnt);
+
+    assert_eq!(decode(&src.join("h.adz")), old, "the old version is intact");
+    assert!(tmp.exists(), "the temporary is left for recover");
+    // What `adz recover TEMPORARY OUT.adz` does: the complete frames, a prefix of the new bytes.
+    let store = adz_core::store::LocalStorage::new(&src).unwrap();
+    let len = fs::metadata(&tmp).unwrap().len();
+    let out = adz_core::store::Storage::create(&store, "salvaged.adz").unwrap();
+    let report = adz_core::recover_sized(File::open(&tmp).unwrap(), len, out).unwrap();
+    assert!(!report.complete, "{report:?}");
+    let got = decode(&src.join("salvaged.adz"));
+    assert!(got.len() >= 64 << 10, "at least one frame salvaged: {} bytes", got.len());
+    assert!(got.len() < new.len());
+    assert_eq!(got, new[..got.len()], "the salvaged bytes are the new version's first ones");
 }
 
 /// Runs `script` in python3 with `args`, and returns once it printed its first line (its

@@ -62,6 +62,11 @@ impl Mounted {
         Some(Mounted { dir, src, mnt, mount: Some(mount) })
     }
 
+    /// What the mount's read path has done so far.
+    pub fn stats(&self) -> adz_fuse::MountStats {
+        self.mount.as_ref().expect("mounted").stats()
+    }
+
     pub fn unmount(&mut self) {
         if let Some(m) = self.mount.take() {
             if m.unmount().is_err() {

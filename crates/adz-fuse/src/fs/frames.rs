@@ -1,0 +1,248 @@
+//! The decoded frames of the mount: one LRU shared by all files, the frames being decoded
+//! (so that two reads never decode the same frame at once), and read-ahead for sequential
+//! readers.
+//!
+//! Read-ahead: a handle whose reads follow each other (within [`SLACK`], as the kernel's
+//! parallel requests arrive a little out of order) gets one worker thread that decodes the
+//! next frames, up to the window, a few at a time in parallel (through the `Reader`'s threads),
+//! into the shared cache. Memory: the window is at most a quarter of the cache, at most
+//! [`MAX_WORKERS`] workers run, and each holds at most `threads` frames outside the cache.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use adz_core::reader::FrameCache;
+
+use super::{lock, OpenReader};
+
+/// A frame of an opened version: (reader id, frame index).
+type Key = (u64, usize);
+/// Frames decoded, one buffer each.
+type Decoded = adz_core::Result<Vec<Arc<Vec<u8>>>>;
+
+/// A read that starts within this many bytes of where the handle's previous reads ended
+/// continues the sequence.
+pub(super) const SLACK: u64 = 256 << 10;
+/// Read-ahead workers running at once, for the whole mount.
+pub(super) const MAX_WORKERS: usize = 4;
+
+/// What the read path has done ([`crate::MountStats`]).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) frames_decoded: AtomicU64,
+    pub(crate) frames_read_ahead: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+}
+
+/// Where a handle's reads stand, for read-ahead.
+#[derive(Debug, Default)]
+pub(super) struct Seq {
+    /// The opened version these positions are in.
+    reader: u64,
+    /// The furthest end of the sequence's reads.
+    end: u64,
+    /// Reads in a row that continued the sequence.
+    streak: u32,
+    /// The first frame no read-ahead has asked for; frames before `want` are to be read ahead.
+    next: usize,
+    want: usize,
+    running: bool,
+}
+
+pub(super) struct Frames {
+    cache: Mutex<FrameCache<Key>>,
+    pending: Mutex<HashSet<Key>>,
+    /// Signalled when frames leave `pending`.
+    done: Condvar,
+    pub(super) counters: Arc<Counters>,
+    workers: AtomicUsize,
+    /// Raw bytes read ahead of a sequential reader (0: none).
+    window: u64,
+}
+
+impl Frames {
+    pub(super) fn new(cache_bytes: u64, read_ahead: u64) -> Frames {
+        Frames {
+            cache: Mutex::new(FrameCache::new(cache_bytes)),
+            pending: Mutex::new(HashSet::new()),
+            done: Condvar::new(),
+            counters: Arc::default(),
+            workers: AtomicUsize::new(0),
+            window: read_ahead.min(cache_bytes / 4),
+        }
+    }
+
+    /// Frame `key` from the cache, after waiting for a decode of it under way.
+    pub(super) fn get(&self, key: Key) -> Option<Arc<Vec<u8>>> {
+        let mut p = lock(&self.pending);
+        while p.contains(&key) {
+            p = self.done.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(p);
+        let hit = lock(&self.cache).get(key);
+        if hit.is_some() {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// Take on decoding `key`: false if it is cached or being decoded already.
+    fn claim(&self, key: Key) -> bool {
+        let mut p = lock(&self.pending);
+        if p.contains(&key) || lock(&self.cache).contains(key) {
+            return false;
+        }
+        p.insert(key)
+    }
+
+    /// Claim the frames from `start` (claimed already) on while they are free, up to `end`.
+    fn claim_run(&self, id: u64, start: usize, end: usize) -> Range<usize> {
+        let mut j = start + 1;
+        while j < end && self.claim((id, j)) {
+            j += 1;
+        }
+        start..j
+    }
+
+    /// End the decode of `run` (claimed): cache what was decoded, wake the waiting reads.
+    fn publish(&self, id: u64, run: Range<usize>, data: Option<&[Arc<Vec<u8>>]>) {
+        if let Some(data) = data {
+            let mut c = lock(&self.cache);
+            for (i, d) in run.clone().zip(data) {
+                c.insert((id, i), Arc::clone(d));
+            }
+        }
+        let mut p = lock(&self.pending);
+        for i in run {
+            p.remove(&(id, i));
+        }
+        self.done.notify_all();
+    }
+
+    /// The frames `range` of `r` (`range.start` claimed or free; stops at the first
+    /// that another decode holds): decoded, cached, and returned with the range they cover.
+    pub(super) fn decode(
+        &self,
+        r: &OpenReader,
+        start: usize,
+        end: usize,
+    ) -> Option<(Range<usize>, Decoded)> {
+        if !self.claim((r.id, start)) {
+            return None;
+        }
+        let run = self.claim_run(r.id, start, end);
+        let res = decode_run(r, run.clone());
+        self.publish(r.id, run.clone(), res.as_ref().ok().map(|v| v.as_slice()));
+        Some((run, res))
+    }
+
+    /// After a read of `off..end` (frames up to `frames_end`) through a handle: continue or
+    /// reset its sequence, and start read-ahead if it is sequential.
+    pub(super) fn after_read(
+        self: &Arc<Frames>,
+        r: &Arc<OpenReader>,
+        seq: &Arc<Mutex<Seq>>,
+        off: u64,
+        end: u64,
+        frames_end: usize,
+    ) {
+        if self.window == 0 {
+            return;
+        }
+        let mut s = lock(seq);
+        if s.reader != r.id {
+            *s = Seq { reader: r.id, ..Seq::default() };
+        }
+        let sequential = off <= s.end.saturating_add(SLACK) && end.saturating_add(SLACK) >= s.end;
+        if sequential {
+            s.streak += 1;
+            s.end = s.end.max(end);
+        } else {
+            s.streak = 0;
+            s.end = end;
+            s.next = 0;
+            s.want = 0;
+        }
+        if s.streak < 2 {
+            return;
+        }
+        let entries = r.reader.index().entries();
+        let (mut want, mut bytes) = (frames_end, 0);
+        while want < entries.len() && bytes + u64::from(entries[want].raw_len) <= self.window {
+            bytes += u64::from(entries[want].raw_len);
+            want += 1;
+        }
+        s.want = s.want.max(want);
+        s.next = s.next.max(frames_end);
+        if s.running || s.next >= s.want {
+            return;
+        }
+        if self.workers.fetch_add(1, Ordering::AcqRel) >= MAX_WORKERS {
+            self.workers.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        s.running = true;
+        let (frames, r, seq) = (Arc::clone(self), Arc::clone(r), Arc::clone(seq));
+        let spawned = std::thread::Builder::new()
+            .name("adz-read-ahead".to_owned())
+            .spawn(move || frames.read_ahead(&r, &seq));
+        if spawned.is_err() {
+            s.running = false;
+            self.workers.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A read-ahead worker: decode the frames the sequence wants, a few at a time.
+    fn read_ahead(&self, r: &OpenReader, seq: &Mutex<Seq>) {
+        let chunk = match r.reader.options().threads {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        }
+        .max(2);
+        loop {
+            let (from, to) = {
+                let mut s = lock(seq);
+                if s.reader != r.id || s.next >= s.want {
+                    s.running = false;
+                    break;
+                }
+                let from = s.next;
+                s.next = (from + chunk).min(s.want);
+                (from, s.next)
+            };
+            let mut k = from;
+            while k < to {
+                // A damaged frame is left to the read that needs it, which reports it.
+                match self.decode(r, k, to) {
+                    Some((run, res)) => {
+                        if res.is_ok() {
+                            self.counters
+                                .frames_read_ahead
+                                .fetch_add(run.len() as u64, Ordering::Relaxed);
+                        }
+                        k = run.end;
+                    }
+                    None => k += 1,
+                }
+            }
+        }
+        self.workers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Decode the frames `run` of `r` (in parallel through the reader's threads), one buffer each.
+fn decode_run(r: &OpenReader, run: Range<usize>) -> Decoded {
+    let entries = &r.reader.index().entries()[run];
+    let start = entries[0].raw_offset;
+    let mut buf = vec![0; (entries[entries.len() - 1].raw_range().end - start) as usize];
+    r.reader.read_at(start, &mut buf)?;
+    Ok(entries
+        .iter()
+        .map(|e| {
+            let at = (e.raw_offset - start) as usize;
+            Arc::new(buf[at..at + e.raw_len as usize].to_vec())
+        })
+        .collect())
+}

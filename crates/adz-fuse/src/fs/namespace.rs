@@ -1,0 +1,239 @@
+//! The namespace: what a visible path is backed by, attributes, listing and renames.
+
+use super::*;
+
+pub(super) fn has_adz_suffix(name: &OsStr) -> bool {
+    name.as_bytes().ends_with(b".adz") && name.len() > 4
+}
+
+pub(super) fn is_temp_name(name: &OsStr) -> bool {
+    let b = name.as_bytes();
+    let has = |m: &[u8]| b.windows(m.len()).any(|w| w == m);
+    b.first() == Some(&b'.') && (has(b".adz-tmp-") || has(b".adz-incomplete-"))
+}
+
+pub(super) fn with_adz(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_os_string();
+    s.push(".adz");
+    PathBuf::from(s)
+}
+
+pub(super) fn kind_of(ft: fs::FileType) -> FileType {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        FileType::Directory
+    } else if ft.is_symlink() {
+        FileType::Symlink
+    } else if ft.is_fifo() {
+        FileType::NamedPipe
+    } else if ft.is_socket() {
+        FileType::Socket
+    } else if ft.is_char_device() {
+        FileType::CharDevice
+    } else if ft.is_block_device() {
+        FileType::BlockDevice
+    } else {
+        FileType::RegularFile
+    }
+}
+
+pub(super) fn time(secs: i64, nsecs: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nsecs as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nsecs as u64)
+    }
+}
+
+pub(super) fn attr(ino: u64, m: &Metadata, size: u64, times_from: &Metadata) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(ino),
+        size,
+        blocks: m.blocks(),
+        atime: time(times_from.atime(), times_from.atime_nsec()),
+        mtime: time(times_from.mtime(), times_from.mtime_nsec()),
+        ctime: time(times_from.ctime(), times_from.ctime_nsec()),
+        crtime: time(m.ctime(), m.ctime_nsec()),
+        kind: kind_of(m.file_type()),
+        perm: (m.mode() & 0o7777) as u16,
+        nlink: m.nlink() as u32,
+        uid: m.uid(),
+        gid: m.gid(),
+        rdev: m.rdev() as u32,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+pub(super) fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
+    match t {
+        None => TimeSpec::UTIME_OMIT,
+        Some(TimeOrNow::Now) => TimeSpec::UTIME_NOW,
+        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => TimeSpec::from_duration(d),
+            Err(e) => TimeSpec::from_duration(e.duration()) * -1,
+        },
+    }
+}
+
+pub(super) fn set_times(p: &Path, a: &TimeSpec, m: &TimeSpec) -> io::Result<()> {
+    nix::sys::stat::utimensat(nix::fcntl::AT_FDCWD, p, a, m, UtimensatFlags::NoFollowSymlink)
+        .map_err(io::Error::from)
+}
+
+impl AdzFs {
+    pub(super) fn hidden(&self, parent: &Path, name: &OsStr) -> bool {
+        (parent.as_os_str().is_empty() && name == STAGING_DIR) || is_temp_name(name)
+    }
+
+    /// What `rel` is backed by: `NAME.adz` (a regular file) wins over `NAME`; a regular file
+    /// named `*.adz` is only ever seen without its suffix.
+    pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Metadata), Errno> {
+        let plain = self.root.join(rel);
+        if rel.as_os_str().is_empty() {
+            let m = fs::symlink_metadata(&plain).map_err(|e| errno(&e))?;
+            return Ok((Kind::Plain, plain, m));
+        }
+        let adz = with_adz(&plain);
+        if let Ok(m) = fs::symlink_metadata(&adz) {
+            if m.is_file() {
+                return Ok((Kind::Adz, adz, m));
+            }
+        }
+        let m = fs::symlink_metadata(&plain).map_err(|e| errno(&e))?;
+        if m.is_file() && rel.file_name().is_some_and(has_adz_suffix) {
+            return Err(Errno::ENOENT);
+        }
+        Ok((Kind::Plain, plain, m))
+    }
+
+    /// The object name of the adz file behind `rel` (UTF-8, `/`-separated).
+    pub(super) fn object_name(rel: &Path) -> Result<String, Errno> {
+        let s = rel.to_str().ok_or(Errno::EINVAL)?;
+        Ok(format!("{s}.adz"))
+    }
+
+    pub(super) fn getattr_ino(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let (rel, staging) = {
+            let st = lock(&self.state);
+            let n = st.nodes.get(&ino).ok_or(Errno::ENOENT)?;
+            (n.path.clone(), n.staging.clone())
+        };
+        if let Some(s) = &staging {
+            let g = lock(s);
+            // Being written: size and times of the staged bytes. Once committed, those of the
+            // adz file, so that they do not change when the staging file goes away.
+            if let Some(f) = g.file.as_ref().filter(|_| g.dirty) {
+                let sm = f.metadata().map_err(|e| errno(&e))?;
+                let meta = match self.resolve(&rel) {
+                    Ok((_, _, m)) => m,
+                    Err(_) => sm.clone(), // unlinked while open
+                };
+                return Ok(attr(ino, &meta, sm.len(), &sm));
+            }
+        }
+        let (kind, path, meta) = self.resolve(&rel)?;
+        let size = match kind {
+            Kind::Adz => match self.reader_for(ino, &path, &meta) {
+                Ok(r) => r.reader.len(),
+                // Not a readable adz file: shown with its stored size; reads fail with EIO.
+                Err(_) => meta.len(),
+            },
+            Kind::Plain => meta.len(),
+        };
+        Ok(attr(ino, &meta, size, &meta))
+    }
+
+    pub(super) fn entry(&self, rel: &Path) -> Result<FileAttr, Errno> {
+        self.resolve(rel)?;
+        let ino = lock(&self.state).ino_for(rel);
+        self.getattr_ino(ino)
+    }
+
+    pub(super) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
+        let p = lock(&self.state).path(parent.0)?;
+        if self.hidden(&p, name) {
+            return Err(Errno::ENOENT);
+        }
+        Ok(p.join(name))
+    }
+
+    pub(super) fn list(&self, rel: &Path) -> Result<Vec<(OsString, FileType)>, Errno> {
+        let dir = self.root.join(rel);
+        let mut names: Vec<(OsString, FileType)> = Vec::new();
+        let mut adz_names = HashSet::new();
+        let mut plain = Vec::new();
+        for e in fs::read_dir(&dir).map_err(|e| errno(&e))? {
+            let e = e.map_err(|e| errno(&e))?;
+            let name = e.file_name();
+            if self.hidden(rel, &name) {
+                continue;
+            }
+            let ft = e.file_type().map_err(|e| errno(&e))?;
+            if ft.is_file() && has_adz_suffix(&name) {
+                let b = name.as_bytes();
+                let visible = OsString::from_vec(b[..b.len() - 4].to_vec());
+                adz_names.insert(visible.clone());
+                names.push((visible, FileType::RegularFile));
+            } else if !(ft.is_file() && name.as_bytes().ends_with(b".adz")) {
+                plain.push((name, kind_of(ft)));
+            }
+        }
+        // A plain NAME is hidden by NAME.adz.
+        names.extend(plain.into_iter().filter(|(n, _)| !adz_names.contains(n)));
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(names)
+    }
+
+    pub(super) fn rename_inner(
+        &self,
+        from: &Path,
+        to: &Path,
+        flags: RenameFlags,
+    ) -> Result<(), Errno> {
+        self.writable()?;
+        if flags.contains(RenameFlags::RENAME_EXCHANGE)
+            || flags.contains(RenameFlags::RENAME_WHITEOUT)
+        {
+            return Err(Errno::EINVAL);
+        }
+        if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.resolve(to).is_ok() {
+            return Err(Errno::EEXIST);
+        }
+        // Wait for (and keep out) a commit of the file being moved.
+        let ino = lock(&self.state).by_path.get(from).copied();
+        let staging = ino.and_then(|i| self.node_staging(i));
+        let _g = staging.as_ref().map(|s| lock(s));
+        let (kind, src, _) = self.resolve(from)?;
+        let (dst, other) = match kind {
+            Kind::Adz => (with_adz(&self.root.join(to)), self.root.join(to)),
+            Kind::Plain => (self.root.join(to), with_adz(&self.root.join(to))),
+        };
+        fs::rename(&src, &dst).map_err(|e| errno(&e))?;
+        // The visible target may have been backed by the other kind of name: it is replaced.
+        if let Ok(m) = fs::symlink_metadata(&other) {
+            if !m.is_dir() && (kind == Kind::Adz || m.is_file()) {
+                let _ = fs::remove_file(&other);
+            }
+        }
+        let mut st = lock(&self.state);
+        st.detach(to);
+        let moved: Vec<(PathBuf, u64)> = st
+            .by_path
+            .iter()
+            .filter(|(p, _)| p.starts_with(from))
+            .map(|(p, i)| (p.clone(), *i))
+            .collect();
+        for (p, i) in moved {
+            // (`join("")` would add a trailing slash.)
+            let rest = p.strip_prefix(from).expect("filtered on the prefix");
+            let new = if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) };
+            st.by_path.remove(&p);
+            st.by_path.insert(new.clone(), i);
+            if let Some(n) = st.nodes.get_mut(&i) {
+                n.path = new;
+            }
+        }
+        Ok(())
+    }
+}
