@@ -268,11 +268,15 @@ pub fn create_upload_sized(
         return Ok((Box::new(StdoutUpload::new()?), "<stdout>".to_owned()));
     }
     let (upload, path) = file_upload(arg, force, expected, true, sync_every)?;
-    let upload: Box<dyn Upload> = match InProgress::new(&*upload, on_signal) {
+    Ok((registered(upload, on_signal), path.display().to_string()))
+}
+
+/// `upload`, its temporary file known to the signal handler until it is committed or dropped.
+pub fn registered(upload: Box<dyn Upload>, on_signal: OnSignal) -> Box<dyn Upload> {
+    match InProgress::new(&*upload, on_signal) {
         Some(guard) => Box::new(Registered { inner: upload, _guard: guard }),
         None => upload,
-    };
-    Ok((upload, path.display().to_string()))
+    }
 }
 
 /// An upload whose temporary file the signal handler knows until it is committed or dropped.

@@ -11,12 +11,12 @@ use adz_core::control::Strategy;
 use adz_core::cost::CostModel;
 use adz_core::format::CodecSpec;
 use adz_core::recompress::{self, RecompressOptions, RecompressReport};
-use adz_core::store::{LocalStorage, ObjectMeta, Storage, Tail, Upload};
+use adz_core::store::{KeepAttributes, LocalStorage, ObjectMeta, Storage, Tail, Upload};
 use adz_store::location::parse_s3_prefix;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::io::{InProgress, OnSignal};
+use crate::io::{self, OnSignal};
 use crate::{progress, remote};
 
 pub const AFTER_HELP: &str = "\
@@ -210,23 +210,22 @@ fn local_item(path: &Path) -> Result<Item> {
     let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
     let (store, name) =
         LocalStorage::for_path(path).with_context(|| format!("cannot open {shown}"))?;
-    let store = KeepAttributes { inner: store.recoverable_temporaries(false), meta: meta.clone() };
+    let store = KeepingStore { inner: store.recoverable_temporaries(false), meta: meta.clone() };
     Ok(Item { store: Arc::new(store), name, shown, size: meta.len() })
 }
 
 /// A local directory's storage whose uploads register their temporary with the CLI's signal
 /// cleanup and give it `meta`'s permissions (and owner, when run as root) before the commit.
 #[derive(Debug)]
-struct KeepAttributes {
+struct KeepingStore {
     inner: LocalStorage,
     meta: std::fs::Metadata,
 }
 
-impl Storage for KeepAttributes {
+impl Storage for KeepingStore {
     fn create(&self, name: &str) -> adz_core::store::Result<Box<dyn Upload>> {
-        let inner = self.inner.create(name)?;
-        let guard = InProgress::new(&*inner, OnSignal::Remove);
-        Ok(Box::new(KeptUpload { inner, meta: self.meta.clone(), _guard: guard }))
+        let inner = KeepAttributes::like(self.inner.create(name)?, &self.meta);
+        Ok(io::registered(Box::new(inner), OnSignal::Remove))
     }
     fn get_range(&self, name: &str, range: Range<u64>) -> adz_core::store::Result<Vec<u8>> {
         self.inner.get_range(name, range)
@@ -245,65 +244,6 @@ impl Storage for KeepAttributes {
     }
     fn list(&self, prefix: &str) -> adz_core::store::Result<Vec<ObjectMeta>> {
         self.inner.list(prefix)
-    }
-}
-
-/// An upload of [`KeepAttributes`].
-#[derive(Debug)]
-struct KeptUpload {
-    inner: Box<dyn Upload>,
-    meta: std::fs::Metadata,
-    _guard: Option<InProgress>,
-}
-
-impl KeptUpload {
-    /// Give the temporary the old file's owner (as root) and mode; chown first, since it
-    /// clears set-user-id bits.
-    fn keep_attributes(&self) -> std::io::Result<()> {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let Some(tmp) = self.inner.temporary_path() else { return Ok(()) };
-        // Only root may give a file to another owner.
-        if effective_uid() == 0 {
-            std::os::unix::fs::chown(tmp, Some(self.meta.uid()), Some(self.meta.gid()))?;
-        }
-        let mode = self.meta.permissions().mode() & 0o7777;
-        std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(mode))
-    }
-}
-
-/// This process's effective user id (the owner of the files it creates).
-fn effective_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    // /proc/self belongs to the process's effective user.
-    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
-}
-
-impl Upload for KeptUpload {
-    fn append(&mut self, data: &[u8]) -> adz_core::store::Result<()> {
-        self.inner.append(data)
-    }
-    fn bytes_written(&self) -> u64 {
-        self.inner.bytes_written()
-    }
-    fn temporary_path(&self) -> Option<&Path> {
-        self.inner.temporary_path()
-    }
-    fn commit(self: Box<Self>) -> adz_core::store::Result<u64> {
-        if let Err(source) = self.keep_attributes() {
-            let name = self.inner.temporary_path().map(|p| p.display().to_string());
-            return Err(adz_core::store::Error::Io {
-                op: "keep the mode and owner of",
-                name: name.unwrap_or_default(),
-                source,
-            });
-        }
-        self.inner.commit()
-    }
-    fn abort(self: Box<Self>) -> adz_core::store::Result<()> {
-        self.inner.abort()
-    }
-    fn abandon(self: Box<Self>) -> adz_core::store::Result<Option<String>> {
-        self.inner.abandon()
     }
 }
 

@@ -54,6 +54,8 @@
 //! stack: `Counting<Throttled<LocalStorage>>`. [`Storage`] is implemented for `&S`, `Arc<S>`
 //! and `Box<S>` (including `Box<dyn Storage>`), so a decorator can wrap a trait object too.
 
+#[cfg(unix)]
+mod attributes;
 mod counting;
 mod error;
 mod faulty;
@@ -76,6 +78,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+#[cfg(unix)]
+pub use crate::attributes::KeepAttributes;
 pub use crate::counting::{Counting, SinkStats, StatsHandle};
 pub use crate::error::{chain_text, Error, RemoteKind, Result};
 pub use crate::faulty::{FaultPlan, Faulty};

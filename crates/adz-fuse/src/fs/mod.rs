@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use adz_core::store::{LocalStorage, NullStorage, Storage, Throttled, Upload};
+use adz_core::store::{KeepAttributes, LocalStorage, NullStorage, Storage, Throttled, Upload};
 use adz_core::{FrameWriter, FrameWriterOptions, Reader, ReaderOptions, WriteOptions, Writer};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,

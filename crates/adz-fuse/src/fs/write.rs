@@ -2,47 +2,6 @@
 
 use super::*;
 
-/// An upload that gives the new version the mode and owner of the old one before the rename
-/// publishes it (so a commit never shows a file with the wrong permissions).
-#[derive(Debug)]
-pub(super) struct KeepMeta {
-    pub(super) inner: Box<dyn Upload>,
-    pub(super) mode: u32,
-    pub(super) owner: Option<(u32, u32)>,
-}
-
-impl Upload for KeepMeta {
-    fn append(&mut self, data: &[u8]) -> adz_core::store::Result<()> {
-        self.inner.append(data)
-    }
-    fn bytes_written(&self) -> u64 {
-        self.inner.bytes_written()
-    }
-    fn temporary_path(&self) -> Option<&Path> {
-        self.inner.temporary_path()
-    }
-    fn commit(self: Box<Self>) -> adz_core::store::Result<u64> {
-        if let Some(p) = self.inner.temporary_path() {
-            let meta_err = |source| adz_core::store::Error::Io {
-                op: "set the mode of",
-                name: p.display().to_string(),
-                source,
-            };
-            fs::set_permissions(p, fs::Permissions::from_mode(self.mode)).map_err(meta_err)?;
-            if let Some((uid, gid)) = self.owner {
-                std::os::unix::fs::lchown(p, Some(uid), Some(gid)).map_err(meta_err)?;
-            }
-        }
-        self.inner.commit()
-    }
-    fn abort(self: Box<Self>) -> adz_core::store::Result<()> {
-        self.inner.abort()
-    }
-    fn abandon(self: Box<Self>) -> adz_core::store::Result<Option<String>> {
-        self.inner.abandon()
-    }
-}
-
 /// The raw bytes of a file open for writing, until they are committed.
 #[derive(Debug, Default)]
 pub(super) struct Staging {
@@ -147,11 +106,11 @@ impl AdzFs {
             Errno::EIO
         };
         let upload = self.storage.create(&name).map_err(|e| fail("cannot create", &e))?;
-        let upload = Box::new(KeepMeta {
-            inner: upload,
-            mode: old.as_ref().map_or(0o644, |m| m.mode() & 0o7777),
-            owner: old.as_ref().filter(|_| self.is_root).map(|m| (m.uid(), m.gid())),
-        });
+        let upload = Box::new(KeepAttributes::new(
+            upload,
+            old.as_ref().map_or(0o644, |m| m.mode() & 0o7777),
+            old.as_ref().filter(|_| self.is_root).map(|m| (m.uid(), m.gid())),
+        ));
         let mut upload: Box<dyn Upload> = upload;
         if let Some(rate) = self.throttle {
             // As `adz compress --throttle`: a burst of 0.5 ms absorbs sleep jitter only.
@@ -220,7 +179,7 @@ impl AdzFs {
             adz_core::store::Error::Io { source, .. } => errno(source),
             _ => fail(&e),
         })?;
-        let mut up = Box::new(KeepMeta { inner: upload, mode, owner });
+        let mut up = Box::new(KeepAttributes::new(upload, mode, owner));
         up.append(&bytes).map_err(|e| fail(&e))?;
         up.commit().map_err(|e| fail(&e))?;
         Ok(())
