@@ -10,6 +10,13 @@
 #   scripts/minio.sh stop STATE_DIR   stop that server and remove its data
 #   scripts/minio.sh kill STATE_DIR   kill it as a crash would (SIGKILL), keeping its data
 #   scripts/minio.sh restart STATE_DIR  start it again on the same port and data
+#   scripts/minio.sh start-dist STATE_DIR  a 4-node erasure-coded deployment instead: 4 server
+#                                     processes on free loopback ports, 2 drives each (8 drives,
+#                                     one erasure set, parity EC:4), the bucket created through
+#                                     node 1; STATE_DIR/env as for start, plus ADZ_MINIO_NODES
+#                                     (the 4 ports; AWS_ENDPOINT_URL is node 1)
+#   scripts/minio.sh kill-node STATE_DIR I  SIGKILL node I (1-4) of a start-dist deployment
+#   (stop also stops every node of a start-dist deployment)
 #
 # Nothing listens beyond 127.0.0.1. Every wait is bounded. With NETNS=NAME set, the server, its
 # port probe and its health checks run inside that network namespace (`ip netns exec`), so its
@@ -98,16 +105,7 @@ start() {
         log "could not start MinIO"
         exit 1
     fi
-    # Create the bucket with a signed PUT (curl speaks AWS SigV4).
-    local code
-    code="$("${NSX[@]}" curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
-        --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
-        "$endpoint/$BUCKET")"
-    if [[ "$code" != 200 && "$code" != 409 ]]; then
-        log "creating bucket $BUCKET failed with HTTP $code: $(cat "$state/mkbucket.out")"
-        stop "$state"
-        exit 1
-    fi
+    make_bucket "$state" "$endpoint" || { stop "$state"; exit 1; }
     cat >"$state/env" <<EOF
 export AWS_ENDPOINT_URL=$endpoint
 export AWS_ACCESS_KEY_ID=$ACCESS_KEY
@@ -116,8 +114,101 @@ export AWS_REGION=us-east-1
 export AWS_ALLOW_HTTP=true
 export ADZ_S3_BUCKET=$BUCKET
 export ADZ_MINIO_DATA=$data
+export ADZ_MINIO_BIN=$MINIO
 EOF
     log "MinIO at $endpoint (pid $(cat "$state/pid")), bucket $BUCKET; env in $state/env"
+}
+
+# Creates the test bucket through ENDPOINT with a signed PUT (curl speaks AWS SigV4); 409 (it
+# exists) is fine.
+make_bucket() {
+    local state="$1" endpoint="$2" code
+    code="$("${NSX[@]}" curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
+        --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
+        "$endpoint/$BUCKET")"
+    if [[ "$code" != 200 && "$code" != 409 ]]; then
+        log "creating bucket $BUCKET failed with HTTP $code: $(cat "$state/mkbucket.out")"
+        return 1
+    fi
+}
+
+# 4 nodes x 2 drives on loopback. Every node gets the same endpoint list and serves the drives
+# of its own port; MINIO_CI_CD=1 lets the drives share the root disk. In a container (with
+# /.dockerenv) MinIO waits forever for a loopback endpoint "to resolve to a valid IP";
+# _MINIO_SERVER_LOCAL=HOST:PORT (its own switch for that case, cmd/endpoint.go) names the node's
+# own endpoint instead. Waits up to 60 s for every node to answer with write quorum.
+start_dist() {
+    local state="$1"
+    install
+    mkdir -p "$state"
+    local data i port endpoints=() ports=()
+    data="$(mktemp -d "${TMPDIR:-/tmp}/adz-minio-dist.XXXXXX")"
+    echo "$data" >"$state/data"
+    for i in 1 2 3 4; do
+        port="$(free_port)"
+        ports+=("$port")
+        echo "$port" >"$state/node$i.port"
+        endpoints+=("http://127.0.0.1:$port$data/n$i/d1" "http://127.0.0.1:$port$data/n$i/d2")
+    done
+    for i in 1 2 3 4; do
+        MINIO_ROOT_USER="$ACCESS_KEY" MINIO_ROOT_PASSWORD="$SECRET_KEY" \
+            MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CI_CD=1 \
+            _MINIO_SERVER_LOCAL="127.0.0.1:${ports[$((i - 1))]}" \
+            "${NSX[@]}" "$MINIO" server --quiet --address "127.0.0.1:${ports[$((i - 1))]}" \
+            --console-address "127.0.0.1:$(free_port)" "${endpoints[@]}" \
+            >>"$state/node$i.log" 2>&1 &
+        echo $! >"$state/node$i.pid"
+    done
+    local deadline=$((SECONDS + 60)) up=0
+    while ((SECONDS < deadline)); do
+        up=0
+        for i in 1 2 3 4; do
+            if ! kill -0 "$(cat "$state/node$i.pid")" 2>/dev/null; then
+                log "node $i exited; its log:"
+                tail -20 "$state/node$i.log" >&2
+                stop "$state"
+                exit 1
+            fi
+            if "${NSX[@]}" curl -fsS -o /dev/null --max-time 2 \
+                "http://127.0.0.1:${ports[$((i - 1))]}/minio/health/cluster" 2>/dev/null; then
+                up=$((up + 1))
+            fi
+        done
+        ((up == 4)) && break
+        sleep 0.5
+    done
+    if ((up != 4)); then
+        log "the 4-node deployment did not reach write quorum in 60 s ($up nodes ready); node 1 log:"
+        tail -20 "$state/node1.log" >&2
+        stop "$state"
+        exit 1
+    fi
+    local endpoint="http://127.0.0.1:${ports[0]}"
+    make_bucket "$state" "$endpoint" || { stop "$state"; exit 1; }
+    cat >"$state/env" <<EOF
+export AWS_ENDPOINT_URL=$endpoint
+export AWS_ACCESS_KEY_ID=$ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
+export AWS_REGION=us-east-1
+export AWS_ALLOW_HTTP=true
+export ADZ_S3_BUCKET=$BUCKET
+export ADZ_MINIO_DATA=$data
+export ADZ_MINIO_NODES="${ports[*]}"
+EOF
+    log "4-node MinIO on ports ${ports[*]}, bucket $BUCKET; env in $state/env"
+}
+
+kill_node() {
+    local state="$1" i="$2" pid
+    [[ -f "$state/node$i.pid" ]] || { log "no node $i in $state"; exit 1; }
+    pid="$(cat "$state/node$i.pid")"
+    kill -9 "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.25
+    done
+    log "node $i (pid $pid) did not die"
+    exit 1
 }
 
 crash() {
@@ -140,20 +231,20 @@ restart() {
 }
 
 stop() {
-    local state="$1"
-    if [[ -f "$state/pid" ]]; then
-        local pid
-        pid="$(cat "$state/pid")"
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            local i
-            for i in $(seq 1 40); do # up to 10 s, then force
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.25
-            done
-            kill -9 "$pid" 2>/dev/null || true
-        fi
-        rm -f "$state/pid"
+    local state="$1" pidfile pids=() pid
+    for pidfile in "$state/pid" "$state"/node?.pid; do
+        [[ -f "$pidfile" ]] || continue
+        pids+=("$(cat "$pidfile")")
+        rm -f "$pidfile"
+    done
+    if ((${#pids[@]})); then
+        kill "${pids[@]}" 2>/dev/null || true
+        local i
+        for i in $(seq 1 40); do # up to 10 s, then force
+            kill -0 "${pids[@]}" 2>/dev/null || break
+            sleep 0.25
+        done
+        for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
     fi
     if [[ -f "$state/data" ]]; then
         rm -rf "$(cat "$state/data")"
@@ -168,8 +259,10 @@ start) start "${2:?usage: minio.sh start STATE_DIR}" ;;
 stop) stop "${2:?usage: minio.sh stop STATE_DIR}" ;;
 kill) crash "${2:?usage: minio.sh kill STATE_DIR}" ;;
 restart) restart "${2:?usage: minio.sh restart STATE_DIR}" ;;
+start-dist) start_dist "${2:?usage: minio.sh start-dist STATE_DIR}" ;;
+kill-node) kill_node "${2:?usage: minio.sh kill-node STATE_DIR I}" "${3:?usage: minio.sh kill-node STATE_DIR I}" ;;
 *)
-    echo "usage: scripts/minio.sh install | start|stop|kill|restart STATE_DIR" >&2
+    echo "usage: scripts/minio.sh install | start|start-dist|stop|kill|restart STATE_DIR | kill-node STATE_DIR I" >&2
     exit 2
     ;;
 esac

@@ -116,7 +116,12 @@ struct GcArgs {
     stale_candidates: bool,
 }
 
+/// The store and the dataset's name in it; an s3:// dataset honours the S3 flags
+/// (`--s3-endpoint`, `--s3-allow-http`), as every other command does.
 fn store_for(dataset: &str) -> Result<(Arc<dyn Storage>, String)> {
+    if let Some((bucket, key)) = crate::remote::s3_location(dataset)? {
+        return Ok((crate::remote::bucket_store(&bucket)?, key));
+    }
     open::storage_for(dataset).with_context(|| format!("opening the store of {dataset}"))
 }
 
@@ -233,7 +238,7 @@ fn as_dataset(path: &str, threads: usize) -> Result<Option<DatasetReader>> {
     {
         return Ok(None);
     }
-    let Ok((store, name)) = open::storage_for(path) else { return Ok(None) };
+    let Ok((store, name)) = store_for(path) else { return Ok(None) };
     if store.size(&name).is_ok() || Dataset::latest_version(&*store, &name).unwrap_or(0) == 0 {
         return Ok(None);
     }

@@ -116,6 +116,11 @@ impl Bucket {
     }
 }
 
+/// The store of `bucket` as the S3 flags say, with retries: for `adz dataset`.
+pub fn bucket_store(bucket: &str) -> Result<Arc<dyn Storage>> {
+    Ok(open_bucket(bucket)?.store)
+}
+
 /// `bucket` and `key` of an `s3://` argument; `None` for a local path or `-`.
 pub fn s3_location(arg: &str) -> Result<Option<(String, String)>> {
     if !Location::is_url(arg) {

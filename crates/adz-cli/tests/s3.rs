@@ -11,6 +11,8 @@ use adz_datagen::{generate, Kind};
 
 #[path = "s3/corrupt.rs"]
 mod corrupt;
+#[path = "s3/dataset.rs"]
+mod dataset;
 
 /// The bucket, or `None` (after saying why) to skip.
 fn bucket() -> Option<String> {

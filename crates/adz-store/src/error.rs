@@ -30,6 +30,15 @@ pub enum Error {
         name: String,
     },
 
+    /// The store cannot do this operation (a conditional put on a store without one).
+    #[error("{op} {name:?}: this store cannot do it")]
+    Unsupported {
+        /// The operation, e.g. `"put if absent"`.
+        op: &'static str,
+        /// The object name.
+        name: String,
+    },
+
     /// A read asked for bytes past the end of the object.
     #[error(
         "read of {name:?} bytes {}..{} goes past the end of the object ({size} bytes)",
@@ -239,6 +248,7 @@ impl From<Error> for io::Error {
             Error::NotFound { .. } => io::ErrorKind::NotFound,
             Error::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
             Error::OutOfRange { .. } => io::ErrorKind::UnexpectedEof,
+            Error::Unsupported { .. } => io::ErrorKind::Unsupported,
             Error::InvalidRange { .. } | Error::InvalidName { .. } => io::ErrorKind::InvalidInput,
             Error::Io { source, .. } => source.kind(),
             Error::Remote { kind, .. } => match kind {

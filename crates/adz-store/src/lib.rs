@@ -116,6 +116,15 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Writes a whole object only if no object has that name yet (a conditional put,
+    /// `If-None-Match: *`): of racing calls for one name at most one succeeds, the others fail
+    /// with [`Error::AlreadyExists`]. A store that cannot do this atomically fails with
+    /// [`Error::Unsupported`] (the default), and the caller uses another scheme.
+    fn put_if_absent(&self, name: &str, data: &[u8]) -> Result<()> {
+        let _ = data;
+        Err(Error::Unsupported { op: "put if absent", name: name.to_owned() })
+    }
+
     /// Reads bytes `range` of object `name`.
     ///
     /// Fails with [`Error::OutOfRange`] if the range goes past the end of the object: a caller
@@ -246,6 +255,9 @@ macro_rules! forward_storage {
         }
         fn put(&self, name: &str, data: &[u8]) -> Result<()> {
             (**self).put(name, data)
+        }
+        fn put_if_absent(&self, name: &str, data: &[u8]) -> Result<()> {
+            (**self).put_if_absent(name, data)
         }
         fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
             (**self).get_range(name, range)

@@ -221,6 +221,12 @@ impl<S: Storage> Storage for Retrying<S> {
         self.run("put", name, |s| s.put(name, data))
     }
 
+    fn put_if_absent(&self, name: &str, data: &[u8]) -> Result<()> {
+        // A repeat after a lost answer fails with `AlreadyExists` on the object this call
+        // wrote: the caller tells its own object from a rival's by the content.
+        self.run("put if absent", name, |s| s.put_if_absent(name, data))
+    }
+
     fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
         self.run("get", name, |s| s.get_range(name, range.clone()))
     }

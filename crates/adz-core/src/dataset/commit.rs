@@ -147,7 +147,8 @@ impl Dataset {
     /// With `base: Some(b)`, the commit succeeds only if the latest version is `b` (0: no
     /// dataset yet), like a compare-and-swap. Fails with [`DatasetError::CommitConflict`] when
     /// another commit took the version, [`DatasetError::Overlap`] when parts overlap; then
-    /// nothing was committed.
+    /// nothing was committed. Where the store has [`Storage::put_if_absent`] the version is
+    /// created with it; elsewhere it is claimed with candidates (the [module docs](super)).
     pub fn commit(storage: &dyn Storage, dataset: &str, base: Option<u64>) -> Result<Manifest> {
         adz_store::validate_name(dataset)?;
         let latest = Dataset::latest_version(storage, dataset)?;
@@ -168,6 +169,7 @@ impl Dataset {
             version,
             len,
             parts,
+            commit: unique_token(),
         };
         let bytes =
             serde_json::to_vec_pretty(&manifest).map_err(|e| DatasetError::BadManifest {
@@ -175,15 +177,30 @@ impl Dataset {
                 reason: e.to_string(),
             })?;
 
-        // Claim the version: a candidate under a unique name, then look for rivals. When
-        // rivals' candidates are all there is (each may have seen the others), everyone backs
-        // off for a random while and tries again, so one of them usually wins.
-        let candidates = candidate_prefix(dataset, version);
         let conflict = |why: String| DatasetError::CommitConflict {
             dataset: dataset.to_owned(),
             version,
             why,
         };
+        let vname = manifest_name(dataset, version);
+        match storage.put_if_absent(&vname, &bytes) {
+            Ok(()) => return Ok(manifest),
+            Err(adz_store::Error::AlreadyExists { .. }) => {
+                // Ours if a retry of our own put found it (its answer was lost), else a rival's.
+                return match storage.get(&vname) {
+                    Ok(there) if there == bytes => Ok(manifest),
+                    Ok(_) => Err(conflict(format!("another commit created {vname}"))),
+                    Err(e) => Err(e.into()),
+                };
+            }
+            Err(adz_store::Error::Unsupported { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+
+        // No conditional put: claim the version with a candidate under a unique name, then look
+        // for rivals. When rivals' candidates are all there is (each may have seen the others),
+        // everyone backs off for a random while and tries again, so one of them usually wins.
+        let candidates = candidate_prefix(dataset, version);
         let mut attempt = 0;
         loop {
             let mine = format!("{candidates}{}", unique_token());
@@ -218,7 +235,7 @@ impl Dataset {
                 std::thread::sleep(backoff(attempt));
                 continue;
             }
-            storage.put(&manifest_name(dataset, version), &bytes)?;
+            storage.put(&vname, &bytes)?;
             // The committed version now decides; the candidate is no longer needed.
             let _ = storage.delete(&mine);
             return Ok(manifest);

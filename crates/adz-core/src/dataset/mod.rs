@@ -33,16 +33,23 @@
 //! - `NAME.manifest/c{N:020}-{token}`: a commit's candidate for version N (the lock-free
 //!   claim, below).
 //!
-//! # Commit without a conditional put
+//! # The commit: a conditional put where the store has one
 //!
-//! [`Storage`] has no create-if-absent, so a commit claims version N in two steps: it writes
-//! its candidate under a name no one else uses, then lists. If it sees a committed `vN`, it
-//! removes its candidate and fails with [`DatasetError::CommitConflict`]; if it sees only
-//! other candidates for N, it removes its own, waits a random while and tries again (6 times
-//! at most); otherwise it writes `vN`. Of two racing commits the one that lists last sees the
+//! Committed manifests are never replaced: version N is the object `vN`, written once. Where
+//! the store has a conditional put ([`Storage::put_if_absent`]: S3 and MinIO, `If-None-Match:
+//! *`), a commit creates `vN` with it, so of two racing commits exactly one creates it and the
+//! other fails with [`DatasetError::CommitConflict`]. A reader lists `v*` and reads the
+//! highest, so it sees the old version or the new one, never a mix (decision 0035).
+//!
+//! Elsewhere (local files) a commit claims version N in two steps: it writes its candidate
+//! under a name no one else uses, then lists. If it sees a committed `vN`, it removes its
+//! candidate and fails with [`DatasetError::CommitConflict`]; if it sees only other
+//! candidates for N, it removes its own, waits a random while and tries again (6 times at
+//! most); otherwise it writes `vN`. Of two racing commits the one that lists last sees the
 //! other's candidate, so at most one writes `vN`, and the backoff lets one through when both
 //! saw each other. This needs a store whose list sees every write that finished before it
-//! (local files, MinIO, AWS S3 since 2020).
+//! (local files, MinIO, AWS S3 since 2020), and every committer of one dataset using the same
+//! kind of store (decision 0034).
 
 mod commit;
 mod reader;
@@ -248,6 +255,11 @@ pub struct Manifest {
     pub len: u64,
     /// The parts in logical order.
     pub parts: Vec<PartEntry>,
+    /// A token unique to the commit that wrote this manifest, so that a commit whose
+    /// conditional put was retried tells its own manifest from a rival's. Absent in
+    /// manifests of older adz (readers ignore it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
 }
 
 impl Manifest {

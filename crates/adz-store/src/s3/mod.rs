@@ -52,8 +52,8 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path;
 use object_store::{
-    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload,
-    RetryConfig,
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode,
+    PutOptions, PutPayload, RetryConfig,
 };
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -380,6 +380,25 @@ impl Storage for S3Storage {
         self.block_on(self.shared.client.put(&p, payload))
             .map_err(|e| remote_error("put", name, e))?;
         Ok(())
+    }
+
+    /// `PUT` with `If-None-Match: *` (AWS S3 since 2024, MinIO, R2). A store that ignores
+    /// the header would overwrite: docs/OBJECT-STORAGE.md lists the stores known to honour it.
+    fn put_if_absent(&self, name: &str, data: &[u8]) -> Result<()> {
+        validate_name(name)?;
+        let p = path(name)?;
+        let payload = PutPayload::from(data.to_vec());
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.block_on(self.shared.client.put_opts(&p, payload, opts)) {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Err(Error::AlreadyExists { name: name.to_owned() })
+            }
+            Err(object_store::Error::NotImplemented { .. }) => {
+                Err(Error::Unsupported { op: "put if absent", name: name.to_owned() })
+            }
+            Err(e) => Err(remote_error("put if absent", name, e)),
+        }
     }
 
     fn get_range(&self, name: &str, range: Range<u64>) -> Result<Vec<u8>> {
