@@ -106,21 +106,26 @@ start() {
         exit 1
     fi
     make_bucket "$state" "$endpoint" || { stop "$state"; exit 1; }
-    cat >"$state/env" <<EOF
-export AWS_ENDPOINT_URL=$endpoint
-export AWS_ACCESS_KEY_ID=$ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
-export AWS_REGION=us-east-1
-export AWS_ALLOW_HTTP=true
-export ADZ_S3_BUCKET=$BUCKET
-export ADZ_MINIO_DATA=$data
-export ADZ_MINIO_BIN=$MINIO
-EOF
+    write_env "$state" "$endpoint" "$data" "export ADZ_MINIO_BIN=$MINIO"
     log "MinIO at $endpoint (pid $(cat "$state/pid")), bucket $BUCKET; env in $state/env"
 }
 
 # Creates the test bucket through ENDPOINT with a signed PUT (curl speaks AWS SigV4); 409 (it
 # exists) is fine.
+# write_env STATE ENDPOINT DATA EXTRA_LINE: the environment the tests source from STATE/env.
+write_env() {
+    cat >"$1/env" <<EOF
+export AWS_ENDPOINT_URL=$2
+export AWS_ACCESS_KEY_ID=$ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
+export AWS_REGION=us-east-1
+export AWS_ALLOW_HTTP=true
+export ADZ_S3_BUCKET=$BUCKET
+export ADZ_MINIO_DATA=$3
+$4
+EOF
+}
+
 make_bucket() {
     local state="$1" endpoint="$2" code
     code="$("${NSX[@]}" curl -sS -o "$state/mkbucket.out" -w '%{http_code}' --max-time 20 -X PUT \
@@ -185,16 +190,7 @@ start_dist() {
     fi
     local endpoint="http://127.0.0.1:${ports[0]}"
     make_bucket "$state" "$endpoint" || { stop "$state"; exit 1; }
-    cat >"$state/env" <<EOF
-export AWS_ENDPOINT_URL=$endpoint
-export AWS_ACCESS_KEY_ID=$ACCESS_KEY
-export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
-export AWS_REGION=us-east-1
-export AWS_ALLOW_HTTP=true
-export ADZ_S3_BUCKET=$BUCKET
-export ADZ_MINIO_DATA=$data
-export ADZ_MINIO_NODES="${ports[*]}"
-EOF
+    write_env "$state" "$endpoint" "$data" "export ADZ_MINIO_NODES=\"${ports[*]}\""
     log "4-node MinIO on ports ${ports[*]}, bucket $BUCKET; env in $state/env"
 }
 

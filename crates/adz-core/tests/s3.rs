@@ -29,18 +29,7 @@ fn required() -> bool {
 
 /// The bucket, or `None` (after saying why) to skip.
 fn bucket() -> Option<String> {
-    let skip = |why: &str| {
-        assert!(!required(), "ADZ_REQUIRE_S3=1 but {why}");
-        eprintln!("skipping S3 test: {why} (run `make s3-test` to start MinIO)");
-        None
-    };
-    let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") else {
-        return skip("AWS_ENDPOINT_URL is not set");
-    };
-    if !endpoint.starts_with("http://127.0.0.1:") && !endpoint.starts_with("http://localhost:") {
-        return skip("AWS_ENDPOINT_URL is not on loopback; these tests only use 127.0.0.1");
-    }
-    Some(std::env::var("ADZ_S3_BUCKET").unwrap_or_else(|_| "adz-test".to_owned()))
+    adz_store::conformance::s3_test_bucket()
 }
 
 macro_rules! bucket_or_skip {

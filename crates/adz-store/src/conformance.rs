@@ -448,3 +448,22 @@ pub fn readers_never_see_a_mix_of_versions(store: &dyn Storage) {
     assert_eq!(store.get(&name).expect("get"), [30; LEN as usize]);
     clean(store, &p);
 }
+
+/// The bucket of the test S3 server given by the environment (`AWS_ENDPOINT_URL`, on loopback
+/// only; `ADZ_S3_BUCKET`, default `adz-test`), or None after saying why the caller should skip.
+/// With `ADZ_REQUIRE_S3=1` (as `make s3-test` sets) a missing server fails instead.
+pub fn s3_test_bucket() -> Option<String> {
+    let required = std::env::var("ADZ_REQUIRE_S3").is_ok_and(|v| v == "1");
+    let skip = |why: &str| {
+        assert!(!required, "ADZ_REQUIRE_S3=1 but {why}");
+        eprintln!("skipping S3 test: {why} (run `make s3-test` to start MinIO)");
+        None
+    };
+    let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") else {
+        return skip("AWS_ENDPOINT_URL is not set");
+    };
+    if !endpoint.starts_with("http://127.0.0.1:") && !endpoint.starts_with("http://localhost:") {
+        return skip("AWS_ENDPOINT_URL is not on loopback; these tests only use 127.0.0.1");
+    }
+    Some(std::env::var("ADZ_S3_BUCKET").unwrap_or_else(|_| "adz-test".to_owned()))
+}
