@@ -19,6 +19,15 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// A writer process of its own: truncates argv[1], writes argv[2]'s bytes, says "ready", fsyncs
+/// (the commit, where the tests kill the daemon) and holds the file open until stdin closes.
+const REPLACE_AND_FSYNC: &str = "import os, sys\n\
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+    os.write(fd, open(sys.argv[2], 'rb').read())\n\
+    print('ready', flush=True)\n\
+    try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
+    sys.stdin.read()\n";
+
 #[test]
 fn namespace_shows_adz_files_by_their_raw_name_and_size() {
     let raw = data(300_000, 1);
@@ -450,13 +459,7 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
     let new_file = dir.path().join("new");
     fs::write(&new_file, &big_new).unwrap();
     // The commit (fsync) is where the daemon is killed; the writer is again a process of its own.
-    let script = "import os, sys\n\
-        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
-        os.write(fd, open(sys.argv[2], 'rb').read())\n\
-        print('ready', flush=True)\n\
-        try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
-        sys.stdin.read()\n";
-    let mut holder = python_holding(script, &[&mnt.join("g"), &new_file]);
+    let mut holder = python_holding(REPLACE_AND_FSYNC, &[&mnt.join("g"), &new_file]);
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = holder.kill();
@@ -497,13 +500,7 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
     let new = data(6_000_000, 13);
     let new_file = dir.path().join("new");
     fs::write(&new_file, &new).unwrap();
-    let script = "import os, sys\n\
-        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
-        os.write(fd, open(sys.argv[2], 'rb').read())\n\
-        print('ready', flush=True)\n\
-        try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
-        sys.stdin.read()\n";
-    let mut holder = python_holding(script, &[&mnt.join("h"), &new_file]);
+    let mut holder = python_holding(REPLACE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
     // Wait until the commit's temporary holds a few frames, then kill the daemon.
     let start = std::time::Instant::now();
     let tmp = loop {
