@@ -15,39 +15,19 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use adz_control::sim::{DataModel, Perf, Segment, SimConfig, SimReport};
+use adz_control::sim::{DataModel, Segment, SimConfig, SimReport};
 use adz_control::{
-    reference, BlockContext, BlockMeasurement, ClassedController, CodecSpec, Control, Controller,
+    BlockContext, BlockMeasurement, ClassedController, CodecSpec, Control, Controller,
     ControllerConfig, Decision, Dtype, Hint, Ladder, Link, SinkMeasurement, Strategy,
 };
 
 const MIB: u64 = 1 << 20;
 
-fn spec(s: &str) -> CodecSpec {
-    s.parse().expect("valid codec")
-}
+/// The controller tests' helpers: the same data shapes and made-up pipelines.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-fn anchored(name: &str, anchors: &[(&str, f64, f64)]) -> DataModel {
-    let anchors: Vec<_> = anchors
-        .iter()
-        .map(|&(r, speed, ratio)| (spec(r), Perf { speed: speed * 1e6, ratio }))
-        .collect();
-    DataModel::from_anchors(name, &Ladder::standard(), &anchors)
-}
-
-fn per_rung(name: &str, perf: impl Fn(&str, i32, f64) -> (f64, f64)) -> DataModel {
-    let l = Ladder::standard();
-    let table: Vec<_> = l
-        .rungs()
-        .iter()
-        .skip(1)
-        .map(|&c| {
-            let (speed, ratio) = perf(c.id().name(), c.param(), reference(c).speed);
-            (c, Perf { speed, ratio })
-        })
-        .collect();
-    DataModel::from_anchors(name, &l, &table)
-}
+use common::{anchored, per_rung, spec};
 
 /// The data sets: name and segments.
 fn datasets() -> Vec<(String, Vec<Segment>)> {
@@ -102,14 +82,14 @@ fn datasets() -> Vec<(String, Vec<Segment>)> {
             ("zstd:9", 300.0, 121.0),
         ],
     );
-    let lz4_blind = per_rung("lz4-blind", |codec, level, r| match (codec, level) {
+    let lz4_blind = per_rung("lz4-blind", |codec, level, _, r| match (codec, level) {
         ("lz4", _) => (r * 0.8, 1.02),
         ("lz4hc", _) => (r * 0.5, 1.03),
         ("zstd", l) if l < 0 => (r * 0.9, 1.01),
         ("zstd", l) => (r * 0.6, 1.72 + 0.01 * f64::from(l.min(19))),
         _ => (r * 0.5, 1.95),
     });
-    let float_blind = per_rung("float-blind", |codec, level, r| match (codec, level) {
+    let float_blind = per_rung("float-blind", |codec, level, _, r| match (codec, level) {
         ("zstd", l) if l >= 1 => (r * 0.5, 1.13 + 0.001 * f64::from(l)),
         ("xz", _) => (r * 0.4, 1.16),
         _ => (r * 0.8, 1.005),
@@ -289,8 +269,8 @@ fn sim_starts(out: &mut String) {
     }
 }
 
-/// A made-up pipeline whose sink reports the pipeline's CPU time (as `cpu_and_link` in the
-/// tests): the raw path costs `2 MiB / pipe_raw` CPU-seconds, blocks take 2.2x their CPU time.
+/// A made-up pipeline whose sink reports the pipeline's CPU time: the tests' own
+/// (`common::cpu_and_link`), every decision printed.
 fn cpu_and_link(
     out: &mut String,
     link: f64,
@@ -298,61 +278,20 @@ fn cpu_and_link(
     stretches: &[(usize, DataModel)],
     report_cpu: bool,
 ) {
-    const WALL_PER_CPU: f64 = 2.2;
-    let (threads, cpus, buffers) = (2usize, 2.0f64, 6usize);
-    let cfg = ControllerConfig::new(Strategy::Throughput, Link::Fixed(link), threads).with_cpus(2);
-    let mut ctl = Controller::new(cfg);
-    let path = cpus * MIB as f64 / pipe_raw;
-    let (mut cpu_clock, mut sink_end) = (0.0f64, 0.0f64);
-    let mut ends: Vec<f64> = Vec::new();
-    let mut k = 0usize;
     let _ = writeln!(out, "== cpu_and_link {} {} {report_cpu}", link / 1e6, pipe_raw / 1e6);
-    for (blocks, data) in stretches {
-        for _ in 0..*blocks {
-            let d = ctl.next_block(&BlockContext {
-                raw_offset: k as u64 * MIB,
-                raw_len: MIB as usize,
-                hints: &[],
-                class: 0,
-            });
-            line(out, &d);
-            let raw = d.codec == CodecSpec::NONE;
-            let p = if raw { Perf { speed: 25e9, ratio: 1.0 } } else { data.perf(d.codec) };
-            let work = MIB as f64 / p.speed;
-            let room = if k >= buffers { ends[k - buffers] } else { 0.0 };
-            cpu_clock = cpu_clock.max(room) + (path + if raw { 0.0 } else { work }) / cpus;
-            let stored = if raw { MIB } else { (MIB as f64 / p.ratio) as u64 };
-            ctl.record_block(&BlockMeasurement {
-                decision: d,
-                raw_len: MIB,
-                stored_len: stored,
-                stored_raw: raw,
-                wall: Duration::from_secs_f64(work * WALL_PER_CPU),
-                cpu: Duration::from_secs_f64(work),
-            });
-            let bytes = stored + 48;
-            let backlogged = k > 0 && cpu_clock <= sink_end;
-            let start = cpu_clock.max(sink_end);
-            let waited = if k == 0 { 0.0 } else { start - sink_end };
-            let busy = bytes as f64 / link;
-            sink_end = start + busy;
-            ends.push(sink_end);
-            let spent = path + if raw { 0.0 } else { work };
-            ctl.record_sink(&SinkMeasurement {
-                bytes,
-                busy: Duration::from_secs_f64(busy),
-                backlogged,
-                raw: MIB,
-                waited: Duration::from_secs_f64(waited),
-                cpu: if report_cpu { Duration::from_secs_f64(spent) } else { Duration::ZERO },
-            });
-            k += 1;
-        }
-    }
+    let stretches: Vec<common::Stretch> = stretches
+        .iter()
+        .map(|(blocks, data)| common::Stretch { blocks: *blocks, data: data.clone() })
+        .collect();
+    let mut lines = String::new();
+    let (_, sink_end, _, ctl) =
+        common::cpu_and_link_observed(link, pipe_raw, &stretches, report_cpu, &mut |d| {
+            line(&mut lines, d)
+        });
+    out.push_str(&lines);
     let _ = writeln!(out, "end {sink_end:?} {:?} {:?}", ctl.status(), ctl.pipeline_raw_speed());
 }
 
-/// Incompressible blocks measured at once, each attempt taking `attempt_secs` (probe pacing).
 fn incompressible(out: &mut String, ctl: &mut Controller, n: u64, attempt_secs: f64, tag: &str) {
     let _ = writeln!(out, "== {tag}");
     for i in 0..n {

@@ -311,6 +311,20 @@ pub fn cpu_and_link(
     stretches: &[Stretch],
     report_cpu: bool,
 ) -> (Vec<Vec<CodecSpec>>, f64, f64) {
+    let (per_stretch, time, all_raw, _) =
+        cpu_and_link_observed(link, pipe_raw, stretches, report_cpu, &mut |_| {});
+    (per_stretch, time, all_raw)
+}
+
+/// [`cpu_and_link`], telling `on_decision` every decision and returning the controller too
+/// (for `examples/sim_decisions.rs`, which prints them).
+pub fn cpu_and_link_observed(
+    link: f64,
+    pipe_raw: f64,
+    stretches: &[Stretch],
+    report_cpu: bool,
+    on_decision: &mut dyn FnMut(&Decision),
+) -> (Vec<Vec<CodecSpec>>, f64, f64, Controller) {
     const MIB: u64 = 1 << 20;
     const WALL_PER_CPU: f64 = 2.2;
     let (threads, cpus, buffers) = (2usize, 2.0f64, 6usize);
@@ -331,6 +345,7 @@ pub fn cpu_and_link(
                 hints: &[],
                 class: 0,
             });
+            on_decision(&d);
             let raw = d.codec == CodecSpec::NONE;
             if !raw {
                 compressed.push(d.codec);
@@ -369,7 +384,7 @@ pub fn cpu_and_link(
         per_stretch.push(compressed);
     }
     let all_raw = k as f64 * (MIB as f64 / pipe_raw).max((MIB + 48) as f64 / link);
-    (per_stretch, sink_end, all_raw)
+    (per_stretch, sink_end, all_raw, ctl)
 }
 
 /// A data model on the standard ladder with every rung given: `perf(codec, level, ladder
