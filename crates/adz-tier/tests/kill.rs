@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use adz_datagen::{generate, Kind};
 use adz_tier::{CostTable, RungCost, Tiered, TiersConfig};
@@ -64,7 +64,11 @@ fn killed_flush_loses_nothing() {
     let start = on_fast(&tiers);
     assert_eq!(start, 24, "the write put every segment on the fast tier");
     let mut kills = 0;
-    for wait_ms in [60, 130, 210, 90, 170] {
+    // After the child's first moved segment, a little later each time, so that the kills land
+    // at different steps of the next segment's move (a fixed delay from the start let a quiet
+    // machine finish the whole eviction first).
+    for extra_ms in [0, 7, 15, 3, 11] {
+        let before = on_fast(&tiers);
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["child_evicts", "--exact", "--ignored", "--test-threads=1"])
             .env(DIR_VAR, dir.path())
@@ -72,7 +76,14 @@ fn killed_flush_loses_nothing() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(wait_ms));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while on_fast(&tiers) == before && Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(extra_ms));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
             kills += 1;
