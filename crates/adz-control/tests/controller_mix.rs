@@ -262,13 +262,14 @@ fn fast_link_with_two_threads_mixes_raw_and_compressed_blocks() {
 /// measurement arrives, a pipeline's depth of slow blocks (19 in a real run). A sampling
 /// predictor that sees this coming starts raw. A raw start used to be held until something
 /// had been *compressed* and measured, which raw blocks never are: every block stayed raw for
-/// good. It is now held only until the link is known; then the raw/compressed mix takes over.
+/// good. It is now held only until the link is known (at a link that never blocks a write,
+/// 20 ms of the sink's accept rate: 120 MB here); then the raw/compressed mix takes over.
 #[test]
 fn a_raw_start_at_a_fast_auto_link_is_held_only_until_the_link_is_known() {
     let (threads, link) = (2, FDR4);
     let mut sim = SimConfig::new(threads, link);
     sim.buffers = 2 * threads + 2;
-    let segs = [Segment::new(200, text())];
+    let segs = [Segment::new(400, text())];
     let cfg = ControllerConfig::new(Strategy::Throughput, Link::Auto, threads);
     let (_, default_start) = run(cfg.clone(), &sim, &segs);
     let (ctl, raw_start) = run(cfg.with_start(CodecSpec::NONE), &sim, &segs);

@@ -204,7 +204,8 @@ fn a_link_as_fast_as_memory_stays_unsettled() {
     let (w, _) = run(Link::Auto, &SimConfig::new(8, 6000e6), &text(), 64);
     let e = w.ctl.link_estimate().expect("measured");
     assert!(!e.settled && e.high.is_infinite(), "{e:?}");
-    assert!((e.rate / 6000e6 - 1.0).abs() < 1e-6, "{e:?}");
+    // Exact but for the writes' durations in whole nanoseconds (50-170 µs each).
+    assert!((e.rate / 6000e6 - 1.0).abs() < 1e-5, "{e:?}");
 }
 
 #[test]

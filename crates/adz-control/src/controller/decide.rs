@@ -243,7 +243,14 @@ impl Controller {
     /// proposed from a read-only [`View`] of the model's predictions, then the block's rung.
     pub(super) fn decide_adaptive(&mut self, strategy: Strategy, seq: u64) -> (CodecSpec, Reason) {
         let i = self.lane_index(strategy);
-        let Some(link) = self.link() else { return self.start_decision(&self.lanes[i]) };
+        // S1 uses a measured link once it says what the link does: before that the accept rate
+        // of a buffer in front of the link (memory speed) would send it to raw blocks and its
+        // fastest rungs, which a slower link pays for. S2 and S3 take it as it is: a link
+        // thought too fast only makes them end early.
+        let trusted =
+            self.fixed_link.is_some() || strategy != Strategy::Throughput || self.link.trusted();
+        let link = self.link().filter(|_| trusted);
+        let Some(link) = link else { return self.start_decision(&self.lanes[i]) };
         let mut lane = self.lanes[i].clone();
         let mut reason = if self.model.has_speed() { Reason::Hold } else { Reason::Start };
         if !lane.started {

@@ -19,6 +19,16 @@ pub(super) const BLOCKED_SPEED: f64 = 1e9;
 /// See [`BLOCKED_SPEED`]: a small frame's write costs a system call or two, whatever its bytes.
 pub(super) const BLOCKED_MIN_SECS: f64 = 1e-3;
 
+/// The sink must take this many bytes (8 MiB) without blocking before its accept rate counts
+/// as the link's speed: a buffer in front of the link (a pipe's 64 KiB, TCP's few MB) takes
+/// less than that at memory speed ...
+pub(super) const TRUST_BYTES: f64 = 8.0 * 1024.0 * 1024.0;
+/// ... and at least this long at the accept rate (20 ms): a token bucket's burst (the
+/// throttle's is 10 ms of its rate) is a time at the link's speed, so it holds more bytes
+/// the faster the link. Until the sink has blocked twice or taken both, the link is unknown
+/// and the adaptive strategies hold their start.
+pub(super) const TRUST_SECS: f64 = 0.02;
+
 /// The estimate is settled once its relative standard error is at most this (a 95 %
 /// interval of about ±5 %) ...
 pub(super) const SETTLED_ERROR: f64 = 0.025;
@@ -112,6 +122,8 @@ pub(super) struct LinkMeter {
     /// makes the segments without a wait a biased choice (those inside a burst); this sum is
     /// not.
     all: Sums,
+    /// Bytes the sink has taken.
+    accepted: f64,
 }
 
 impl LinkMeter {
@@ -122,6 +134,7 @@ impl LinkMeter {
             open: None,
             drain: Sums::default(),
             all: Sums::default(),
+            accepted: 0.0,
         }
     }
 
@@ -130,6 +143,7 @@ impl LinkMeter {
     pub(super) fn add(&mut self, bytes: u64, busy: f64, waited: f64, backlogged: bool) {
         self.accept.add(bytes, busy, backlogged);
         let b = bytes as f64;
+        self.accepted += b;
         let busy = if busy.is_finite() { busy.max(0.0) } else { 0.0 };
         let waited = if waited.is_finite() { waited.max(0.0) } else { 0.0 };
         if let Some(open) = &mut self.open {
@@ -170,6 +184,14 @@ impl LinkMeter {
             (Some(d), None) => Some((d, &self.drain)),
             (None, None) => None,
         }
+    }
+
+    /// Whether the link speed in use says what the link does: a drain rate, or an accept rate
+    /// over more bytes than a buffer in front of the link would take ([`TRUST_BYTES`],
+    /// [`TRUST_SECS`]).
+    pub(super) fn trusted(&self) -> bool {
+        let buffer = TRUST_BYTES.max(TRUST_SECS * self.accept.get().unwrap_or(f64::INFINITY));
+        self.all.n > 0.0 || self.accepted >= buffer
     }
 
     /// Whether the link speed in use is a drain rate (the sink has blocked under pressure),
