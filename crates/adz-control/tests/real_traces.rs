@@ -267,13 +267,14 @@ fn replay_recorded_runs() {
 }
 
 /// S1 as the pipeline runs it through `--throttle RATE --link auto`, the way the benchmark
-/// and a user measure it: the link measured from the sink's writes (`Link::Auto`) through a
+/// and a user measure it (with `shadows`, the pipeline's default): the link measured from the sink's writes (`Link::Auto`) through a
 /// throttle whose burst lets 10 ms of the link's bytes in at memory speed, the raw path's cost
 /// told before the write, and the start rung the sampling predictor chose on these files at
 /// that link (zstd:1 at 117 MB/s, lz4:25 at 1200 MB/s, raw at 6000 MB/s). Returns the run and
-/// the best static rung's time through the same sink.
-fn through_throttle(link: f64, segs: &[Segment]) -> (SimReport, f64) {
-    let sim = SimConfig::new(THREADS, link).with_sink_buffer((0.01 * link) as u64);
+/// the best static rung's time through the same sink. `shadows`: with shadow compression.
+fn through_throttle(link: f64, segs: &[Segment], shadows: bool) -> (SimReport, f64) {
+    let mut sim = SimConfig::new(THREADS, link).with_sink_buffer((0.01 * link) as u64);
+    sim.shadows = shadows;
     let mut ctl =
         ClassedController::new(ControllerConfig::new(Strategy::Throughput, Link::Auto, THREADS));
     adz_control::Control::set_path_cost(&mut ctl, 2.5e-10, 1.25e-10);
@@ -309,7 +310,7 @@ fn s1_through_a_measured_link_on_real_files() {
     for (link, each, mean) in floors {
         let mut logs = 0.0;
         for (name, segs) in &all {
-            let (s1, best) = through_throttle(link, segs);
+            let (s1, best) = through_throttle(link, segs, true);
             let speed = best / s1.time();
             logs += speed.ln();
             eprintln!("{:>5} MB/s {name:12} S1/best {speed:.3}", link / 1e6);
@@ -368,11 +369,13 @@ fn sensitivity_of_s1_to_real_conditions() {
         });
         eprintln!("{label:12} {line}");
     }
-    let line = speeds(&|segs| {
-        let (s1, best) = through_throttle(link, segs);
-        best / s1.time()
-    });
-    eprintln!("{:12} {line}", "throttle");
+    for shadows in [false, true] {
+        let line = speeds(&|segs| {
+            let (s1, best) = through_throttle(link, segs, shadows);
+            best / s1.time()
+        });
+        eprintln!("{:12} {line}", if shadows { "thr+shadows" } else { "throttle" });
+    }
 }
 
 fn run_on(sim: &SimConfig, strategy: Strategy, link: f64, segs: &[Segment]) -> SimReport {
@@ -394,7 +397,7 @@ fn decisions_of_s1() {
     let all = files();
     let (_, segs) = all.iter().find(|(n, _)| *n == name).unwrap();
     let r = if std::env::var("ADZ_SIM_THROTTLE").is_ok() {
-        through_throttle(link, segs).0
+        through_throttle(link, segs, std::env::var("ADZ_SIM_SHADOWS").is_ok()).0
     } else {
         run(Strategy::Throughput, link, segs)
     };
