@@ -53,7 +53,7 @@ pub(super) const EXPLORE: f64 = 0.15;
 /// S1: predicted ratios within this factor of each other (1 %) count as equal, and the faster
 /// rung wins: a link-bound write gains at most that much, within what the model can tell
 /// apart on rungs it has not measured (decision 0006).
-pub(crate) const RATIO_TIE: f64 = 0.01;
+pub const RATIO_TIE: f64 = 0.01;
 
 /// S2/S3 spend more effort only where it buys ratio: a climb onto a rung measured on this data,
 /// or a blend with one, needs that rung's ratio above the current one's by this factor

@@ -21,7 +21,7 @@ use adz_format::{CodecSpec, FilterSpec, Filters};
 pub use self::config::{ControllerConfig, INITIAL_LEVEL};
 pub use self::control::Control;
 use self::decide::Lane;
-pub(crate) use self::decide::RATIO_TIE;
+pub use self::decide::RATIO_TIE;
 pub use self::link::LinkEstimate;
 use self::link::LinkMeter;
 pub use self::measure::{

@@ -37,7 +37,7 @@
 //! the keep threshold's 3 % (a block that saves less is stored raw anyway).
 
 use adz_control::Schedule;
-use adz_control::{Strategy, MAX_CLASSES};
+use adz_control::{Strategy, MAX_CLASSES, RATIO_TIE};
 
 /// What one rung achieves on the data, per thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -285,8 +285,10 @@ pub fn saves(p: RungPerf, keep_threshold: f64) -> bool {
 ///
 /// * S1 (throughput): the rung with the shortest write time, if it beats raw;
 ///   rungs within `margin` of the shortest count as equally fast and the best ratio wins
-///   (the controller's own rule).
-/// * S2 (keep-pace): the best ratio among rungs whose write takes no longer than raw.
+///   (the controller's own rule), ratios within [`RATIO_TIE`] counting as equal (the faster
+///   of those wins, as in the controller's S1).
+/// * S2 (keep-pace): the best ratio among rungs whose write takes no longer than raw (ties
+///   as for S1).
 /// * S3 (prolong=F): the best ratio among rungs whose write takes at most F times raw.
 /// * Archive and static have no start to choose: the S1 answer, for the report.
 pub fn choose(
@@ -304,10 +306,15 @@ pub fn choose(
         .filter(|(_, p)| saves(**p, keep_threshold) && p.speed > 0.0)
         .map(|(i, p)| (i, model.time_compressed(*p, link), p.ratio))
         .collect();
+    // The most ratio within `limit`; ratios within RATIO_TIE of it count as equal and the
+    // fastest to compress of those wins: a sample cannot tell them apart, and a slower rung
+    // whose speed the sample overrates holds up the whole start.
     let best_ratio_within = |limit: f64| {
-        ok.iter()
-            .filter(|(_, t, _)| *t <= limit)
-            .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.total_cmp(&a.1)))
+        let within = || ok.iter().filter(move |(_, t, _)| *t <= limit);
+        let top = within().map(|x| x.2).fold(f64::NAN, f64::max);
+        within()
+            .filter(|x| x.2 * (1.0 + RATIO_TIE) >= top)
+            .max_by(|a, b| rungs[a.0].speed.total_cmp(&rungs[b.0].speed))
             .map(|x| x.0)
     };
     match strategy.target_time(raw) {
@@ -559,6 +566,22 @@ mod tests {
         let flat = [RungPerf::new(700.0 * MB, 1.01)];
         assert_eq!(choose(Strategy::Throughput, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
         assert_eq!(choose(Strategy::KeepPace, &m, &flat, 10.0 * MB, 0.97, 0.05), None);
+    }
+
+    #[test]
+    fn ratios_a_sample_cannot_tell_apart_start_at_the_faster_rung() {
+        // The netCDF-4 file of the real corpus at 117 MB/s: a sample mostly of random bytes
+        // gives zstd:3 and zstd:6 the same ratio and both keep the link full, so zstd:6 (1.6x
+        // slower, 0.01 % more ratio) used to be the start; on the float blocks of the file's
+        // start it could not keep up.
+        let m = model(2);
+        let rungs = [RungPerf::new(1580.0 * MB, 1.2598), RungPerf::new(985.0 * MB, 1.2600)];
+        for s in [Strategy::Throughput, Strategy::KeepPace] {
+            assert_eq!(choose(s, &m, &rungs, 117.0 * MB, 0.97, 0.05), Some(0), "{s:?}");
+        }
+        // A ratio more than 1 % better still wins.
+        let rungs = [RungPerf::new(1580.0 * MB, 1.25), RungPerf::new(985.0 * MB, 1.27)];
+        assert_eq!(choose(Strategy::Throughput, &m, &rungs, 117.0 * MB, 0.97, 0.05), Some(1));
     }
 
     #[test]
