@@ -1,15 +1,17 @@
 /*
- * jacobi_mpi.c: the Jacobi solver of jacobi.c split by rows over MPI ranks. Each rank writes
- * its own rows to its own adz file (PREFIX.RANK.adz) every N iterations, asynchronously, and
- * rank 0 writes a manifest (PREFIX.manifest) naming the files and the rows each holds.
+ * jacobi_mpi.c: the Jacobi solver of jacobi.c split by rows over MPI ranks, writing ONE adz
+ * dataset collectively: every N iterations each rank writes its rows of the snapshot as a
+ * part of DATASET (adz_dataset_part_open at the rows' byte offset, asynchronously), and at the
+ * end rank 0, after a barrier, commits the dataset once (adz_dataset_commit with the ids of
+ * every rank's parts, so that a missing part fails the commit instead of leaving a gap).
  *
- * The result is the same as the serial solver's: a Jacobi step reads only the previous
- * matrix, so the split changes no arithmetic. Rank r's file holds, per snapshot, rows
- * first..last of the serial matrix.
+ * The dataset reads back (adz cat DATASET, adz_reader_open) as the serial solver's snapshots,
+ * byte for byte: snapshot k is the whole N x N matrix at offset k x N x N x 8, rank 0's parts
+ * hold the top boundary row too and the last rank's the bottom one. A Jacobi step reads only
+ * the previous matrix, so the split changes no arithmetic.
  *
- * usage: mpirun -np P jacobi_mpi PREFIX [-n SIZE] [-i ITERATIONS] [-e EVERY] [-s STRATEGY]
- *                                [-t THREADS] [-r RAW_PREFIX]
- *   -r writes the same snapshots uncompressed to RAW_PREFIX.RANK.raw, for checking.
+ * usage: mpirun -np P jacobi_mpi DATASET [-n SIZE] [-i ITERATIONS] [-e EVERY] [-s STRATEGY]
+ *                                 [-t THREADS]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -30,7 +32,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    const char *prefix = NULL, *strategy = NULL, *raw_prefix = NULL;
+    const char *dataset = NULL, *strategy = NULL;
     int n = 256, iterations = 200, every = 20;
     unsigned threads = 1;
     for (int i = 1; i < argc; i++) {
@@ -43,18 +45,17 @@ int main(int argc, char **argv) {
             case 'e': every = atoi(v); break;
             case 's': strategy = v; break;
             case 't': threads = (unsigned)atoi(v); break;
-            case 'r': raw_prefix = v; break;
             default: if (rank == 0) fprintf(stderr, "jacobi_mpi: unknown option -%c\n", opt);
                 MPI_Finalize(); return 2;
             }
-        } else if (!prefix) {
-            prefix = argv[i];
+        } else if (!dataset) {
+            dataset = argv[i];
         }
     }
-    if (!prefix || n < size + 2 || iterations < 1 || every < 1) {
+    if (!dataset || n < size + 2 || iterations < 1 || every < 1) {
         if (rank == 0)
-            fprintf(stderr, "usage: jacobi_mpi PREFIX [-n SIZE>ranks+1] [-i ITER] [-e EVERY] "
-                            "[-s STRATEGY] [-t THREADS] [-r RAW_PREFIX]\n");
+            fprintf(stderr, "usage: jacobi_mpi DATASET [-n SIZE>ranks+1] [-i ITER] [-e EVERY] "
+                            "[-s STRATEGY] [-t THREADS]\n");
         MPI_Finalize();
         return 2;
     }
@@ -77,20 +78,19 @@ int main(int argc, char **argv) {
                     m[k][(size_t)li * n + (n - 1 - i)] = 1.0 - (double)i / (n - 1);
         }
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s.%d.adz", prefix, rank);
-    FILE *raw = NULL;
-    if (raw_prefix) {
-        char rp[4096];
-        snprintf(rp, sizeof rp, "%s.%d.raw", raw_prefix, rank);
-        if (!(raw = fopen(rp, "wb"))) die("cannot create the raw file", 0);
-    }
-    adz_writer *w;
-    int rc = adz_writer_open(path, strategy, NULL, threads, &w);
-    if (rc != ADZ_OK) die("open", rc);
-    if ((rc = adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")) != ADZ_OK) die("advise", rc);
+    /* This rank's span of each snapshot: its own rows, plus the boundary row above (rank 0)
+     * or below (the last rank). */
+    int lo = rank == 0 ? 0 : 1, hi = rank == size - 1 ? local : rows + 1;
+    size_t span = (size_t)(hi - lo) * row_bytes, snap_bytes = (size_t)n * row_bytes;
+    uint64_t span_offset = (uint64_t)(first - 1 + lo) * row_bytes;
 
+    /* One part (writer) per snapshot; the one in flight on each matrix is closed before the
+     * matrix is overwritten. */
+    adz_writer *part[2] = {NULL, NULL};
     adz_write *pending[2] = {NULL, NULL};
+    unsigned long long stored = 0;
+    int rc, snapshots = 0;
+    adz_summary s;
     int up = rank > 0 ? rank - 1 : MPI_PROC_NULL, down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
     for (int it = 1; it <= iterations; it++) {
         int src = (it - 1) % 2, dst = it % 2;
@@ -100,10 +100,14 @@ int main(int argc, char **argv) {
                      MPI_DOUBLE, down, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Sendrecv(a + (size_t)(local - 2) * n, n, MPI_DOUBLE, down, 1, a, n, MPI_DOUBLE, up,
                      1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (pending[dst]) {
+        if (part[dst]) {
             if ((rc = adz_write_wait(pending[dst])) != ADZ_OK) die("wait", rc);
             adz_write_free(pending[dst]);
             pending[dst] = NULL;
+            if ((rc = adz_writer_close(part[dst], &s)) != ADZ_OK) die("close", rc);
+            stored += s.stored_bytes;
+            adz_writer_free(part[dst]);
+            part[dst] = NULL;
         }
         for (int li = 1; li <= rows; li++)
             for (int j = 1; j < n - 1; j++) {
@@ -111,40 +115,53 @@ int main(int argc, char **argv) {
                 b[c] = 0.25 * (a[c - n] + a[c + n] + a[c - 1] + a[c + 1]);
             }
         if (it % every == 0 || it == iterations) {
-            const double *own = b + (size_t)n; /* this rank's rows, without halos */
-            if ((rc = adz_writer_write_async(w, own, rows * row_bytes, &pending[dst])) != ADZ_OK)
+            char id[64];
+            snprintf(id, sizeof id, "r%d-s%d", rank, snapshots);
+            uint64_t at = (uint64_t)snapshots * snap_bytes + span_offset;
+            if ((rc = adz_dataset_part_open(dataset, id, at, strategy, NULL, threads, &part[dst])) !=
+                ADZ_OK)
+                die("part_open", rc);
+            if ((rc = adz_writer_advise(part[dst], 0, UINT64_MAX, "dtype=f64")) != ADZ_OK)
+                die("advise", rc);
+            if ((rc = adz_writer_write_async(part[dst], b + (size_t)lo * n, span, &pending[dst])) !=
+                ADZ_OK)
                 die("write_async", rc);
-            if (raw && fwrite(own, row_bytes, rows, raw) != (size_t)rows)
-                die("cannot write the raw file", 0);
+            snapshots++;
         }
     }
-    if ((rc = adz_writer_wait_all(w)) != ADZ_OK) die("wait_all", rc);
-    for (int k = 0; k < 2; k++) adz_write_free(pending[k]);
-    adz_summary s;
-    if ((rc = adz_writer_close(w, &s)) != ADZ_OK) die("close", rc);
-    adz_writer_free(w);
-    if (raw) fclose(raw);
+    for (int k = 0; k < 2; k++) {
+        if (!part[k]) continue;
+        /* close waits for the asynchronous write. */
+        if ((rc = adz_writer_close(part[k], &s)) != ADZ_OK) die("close", rc);
+        stored += s.stored_bytes;
+        adz_writer_free(part[k]);
+        adz_write_free(pending[k]);
+    }
 
-    /* Rank 0 writes the manifest once every rank's file is committed. */
-    int ranges[2] = {first, rows};
-    int *all = rank == 0 ? malloc(sizeof(int) * 2 * size) : NULL;
-    unsigned long long stored = s.stored_bytes, total = 0;
-    MPI_Gather(ranges, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    /* Every part is closed once every rank is past the barrier: rank 0 commits them all, by
+     * id, as version N+1 of the dataset. */
+    unsigned long long total = 0;
     MPI_Reduce(&stored, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
-        char mp[4096];
-        snprintf(mp, sizeof mp, "%s.manifest", prefix);
-        FILE *mf = fopen(mp, "w");
-        if (!mf) die("cannot create the manifest", 0);
-        fprintf(mf, "# adz jacobi_mpi manifest: %d x %d doubles, %d iterations, every %d\n", n, n,
-                iterations, every);
-        fprintf(mf, "# file first_row rows\n");
+        size_t nids = (size_t)size * snapshots;
+        char (*names)[64] = malloc(nids * sizeof *names);
+        const char **ids = malloc(nids * sizeof *ids);
+        if (!names || !ids) die("out of memory", 0);
         for (int r = 0; r < size; r++)
-            fprintf(mf, "%s.%d.adz %d %d\n", prefix, r, all[2 * r], all[2 * r + 1]);
-        if (fclose(mf) != 0) die("cannot write the manifest", 0);
-        printf("jacobi_mpi: %d ranks, %d x %d, %d iterations -> %d files, %llu bytes, manifest %s\n",
-               size, n, n, iterations, size, total, mp);
-        free(all);
+            for (int k = 0; k < snapshots; k++) {
+                size_t i = (size_t)r * snapshots + k;
+                snprintf(names[i], sizeof names[i], "r%d-s%d", r, k);
+                ids[i] = names[i];
+            }
+        uint64_t version = 0;
+        if ((rc = adz_dataset_commit(dataset, ids, nids, &version)) != ADZ_OK) die("commit", rc);
+        printf("jacobi_mpi: %d ranks, %d x %d, %d iterations -> dataset %s version %llu: "
+               "%d snapshots in %zu parts, %llu bytes stored\n",
+               size, n, n, iterations, dataset, (unsigned long long)version, snapshots, nids,
+               total);
+        free(names);
+        free(ids);
     }
     free(m[0]);
     free(m[1]);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use adz_core::control::Strategy;
 use adz_core::dataset::{Dataset, DatasetReader, DatasetWriter, GcOptions, Placement};
-use adz_core::store::Storage;
+use adz_core::store::{LinkSpeed, NullStorage, Storage, Throttled};
 use adz_core::{open, ReaderOptions, WriteOptions};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -20,6 +20,7 @@ Writers run anywhere that sees the store; nothing is visible until a commit.
 Examples:
   adz dataset write ckpt --id r3 --part-offset 3G rank3.bin   rank 3's rows at 3 GiB
   adz dataset write ckpt --id host7 < log                     appended at commit, in id order
+  adz dataset write ckpt --id r3 --throttle 1GbE rank3.bin    as if on its own 1 GbE link
   adz dataset commit ckpt                                     version N+1 lists every part
   adz dataset ls ckpt                                         the parts of the latest version
   adz dataset cat ckpt -o 3G -n 4K                            reads only the part it touches
@@ -68,6 +69,14 @@ struct WriteArgs {
     /// Raw bytes per frame (K, M suffixes).
     #[arg(short = 'B', long = "frame-size", default_value = "1MiB", value_parser = crate::parse_size, value_name = "SIZE")]
     frame_size: u32,
+    /// Pace this writer's output to RATE, a simulated link of its own (one node's link to
+    /// the store; for evaluation), as `adz compress --throttle`. Same forms as --link.
+    #[arg(long, value_name = "RATE")]
+    throttle: Option<LinkSpeed>,
+    /// The speed of the link to the store, which the adaptive strategies aim at: auto
+    /// (measured), 1GbE, 10GbE, 500MB/s ... (as for compress).
+    #[arg(short, long, default_value = "auto", value_name = "RATE|auto", value_parser = crate::parse_link)]
+    link: adz_core::control::Link,
 }
 
 #[derive(Args)]
@@ -140,8 +149,10 @@ fn write(a: WriteArgs) -> Result<ExitCode> {
     let placement = a.part_offset.map_or(Placement::Append, Placement::At);
     let opts = WriteOptions {
         strategy: a.strategy,
+        link: a.link,
         threads: a.threads,
         block_size: a.frame_size,
+        link_guess: a.throttle.map(LinkSpeed::bytes_per_sec),
         ..Default::default()
     };
     let mut input: Box<dyn Read> = if a.input == "-" {
@@ -149,8 +160,14 @@ fn write(a: WriteArgs) -> Result<ExitCode> {
     } else {
         Box::new(std::fs::File::open(&a.input).with_context(|| format!("cannot open {}", a.input))?)
     };
-    let mut w = DatasetWriter::create(&*store, &name, &a.id, placement, opts)
-        .with_context(|| format!("writing a part of {}", a.dataset))?;
+    // Each writer its own link: the pacing is per process, as one node's NIC would be.
+    let link = a.throttle.map(|r| Throttled::simulated_link(NullStorage::new(), r.bytes_per_sec()));
+    let mut w =
+        DatasetWriter::create_wrapped(&*store, &name, &a.id, placement, opts, |up| match &link {
+            Some(t) => t.wrap_upload(up),
+            None => up,
+        })
+        .with_context(|| format!("writing part {} of {}", a.id, a.dataset))?;
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = match input.read(&mut buf) {

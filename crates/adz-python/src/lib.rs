@@ -14,9 +14,10 @@ mod hdf5;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use adz_core::dataset::{Dataset, DatasetError, DatasetReader, Placement};
 use adz_core::open::{
     check_block_size, compress_to_vec, create_writer, decompress_slice, is_missing_trailer,
-    open_reader as open_random, parse_hint, parse_link, parse_strategy,
+    open_reader as open_random, parse_hint, parse_link, parse_strategy, storage_for,
 };
 use adz_core::{Error, Reader, ReaderOptions, WriteHandle, WriteOptions, WriteSummary, Writer};
 use pyo3::create_exception;
@@ -47,6 +48,48 @@ create_exception!(
     AdzError,
     "The write failed (a storage error on the way); nothing was committed."
 );
+
+create_exception!(
+    _adz,
+    CommitConflict,
+    AdzError,
+    "A dataset commit lost to a concurrent commit; nothing was committed, retry it."
+);
+create_exception!(
+    _adz,
+    MissingPart,
+    AdzError,
+    "A dataset commit expected a writer whose part is not there; nothing was committed."
+);
+
+/// The Python exception for a dataset error, with the whole cause chain in its message.
+fn dataset_to_py(e: DatasetError) -> PyErr {
+    let msg = adz_core::store::chain_text(&e);
+    match e {
+        DatasetError::NotFound { .. } | DatasetError::Gap { .. } => NotFound::new_err(msg),
+        DatasetError::CommitConflict { .. } => CommitConflict::new_err(msg),
+        DatasetError::MissingPart { .. } => MissingPart::new_err(msg),
+        DatasetError::InvalidId { .. }
+        | DatasetError::Overlap { .. }
+        | DatasetError::RangeTooLarge { .. } => ConfigError::new_err(msg),
+        DatasetError::PartMismatch { .. } | DatasetError::BadManifest { .. } => {
+            CorruptData::new_err(msg)
+        }
+        DatasetError::Part { source, .. } => {
+            let kind = to_py(*source);
+            Python::with_gil(|py| PyErr::from_type(kind.get_type(py), msg))
+        }
+        DatasetError::Core(e) => to_py_with(e, msg),
+        DatasetError::Store(e) => to_py_with(Error::Store(e), msg),
+        _ => StorageError::new_err(msg),
+    }
+}
+
+/// The exception class `to_py` picks for `e`, with message `msg`.
+fn to_py_with(e: Error, msg: String) -> PyErr {
+    let kind = to_py(e);
+    Python::with_gil(|py| PyErr::from_type(kind.get_type(py), msg))
+}
 
 /// The Python exception for an adz error, with the whole cause chain in its message.
 fn to_py(e: Error) -> PyErr {
@@ -330,7 +373,7 @@ impl WriteFuture {
 
 /// The buffer for a read of `n` bytes at `offset`: refused above the reader's
 /// `max_range_bytes`, and `MemoryError` rather than an abort if the memory is not there.
-fn alloc_read(r: &Reader, offset: u64, n: u64) -> PyResult<Vec<u8>> {
+fn alloc_read(r: &Source, offset: u64, n: u64) -> PyResult<Vec<u8>> {
     let limit = r.options().max_range_bytes;
     if n > limit {
         return Err(ConfigError::new_err(format!(
@@ -351,12 +394,41 @@ fn alloc_read(r: &Reader, offset: u64, n: u64) -> PyResult<Vec<u8>> {
 /// overlap (every checksum checked), with the GIL released.
 #[pyclass(module = "adz._adz")]
 struct RawReader {
-    inner: Mutex<Option<Arc<Reader>>>,
+    inner: Mutex<Option<Arc<Source>>>,
     pos: Mutex<u64>,
 }
 
+/// What a reader reads: an adz file, or a committed dataset read as one file.
+enum Source {
+    File(Reader),
+    Dataset(DatasetReader, ReaderOptions),
+}
+
+impl Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::File(r) => r.len(),
+            Source::Dataset(r, _) => r.len(),
+        }
+    }
+
+    fn options(&self) -> &ReaderOptions {
+        match self {
+            Source::File(r) => r.options(),
+            Source::Dataset(_, o) => o,
+        }
+    }
+
+    fn read_at(&self, offset: u64, out: &mut [u8]) -> PyResult<usize> {
+        match self {
+            Source::File(r) => r.read_at(offset, out).map_err(to_py),
+            Source::Dataset(r, _) => r.read_at(offset, out).map_err(dataset_to_py),
+        }
+    }
+}
+
 impl RawReader {
-    fn reader(&self) -> PyResult<Arc<Reader>> {
+    fn reader(&self) -> PyResult<Arc<Source>> {
         lock(&self.inner).clone().ok_or_else(closed)
     }
 }
@@ -379,7 +451,6 @@ impl RawReader {
             *pos += n as u64;
             Ok(n)
         })
-        .map_err(to_py)
     }
 
     /// Read up to `size` bytes at the position and advance it (all that is left if `size` is
@@ -392,7 +463,7 @@ impl RawReader {
             let left = r.len().saturating_sub(*pos);
             let n = if size < 0 { left } else { left.min(size as u64) };
             let mut out = alloc_read(&r, *pos, n)?;
-            let got = r.read_at(*pos, &mut out).map_err(to_py)?;
+            let got = r.read_at(*pos, &mut out)?;
             out.truncate(got);
             *pos += got as u64;
             Ok::<_, PyErr>(out)
@@ -412,7 +483,7 @@ impl RawReader {
         let data = py.allow_threads(|| {
             let n = length.min(r.len().saturating_sub(offset));
             let mut out = alloc_read(&r, offset, n)?;
-            let got = r.read_at(offset, &mut out).map_err(to_py)?;
+            let got = r.read_at(offset, &mut out)?;
             out.truncate(got);
             Ok::<_, PyErr>(out)
         })?;
@@ -456,8 +527,16 @@ impl RawReader {
     /// What the reader has done: frames and bytes decoded, cache hits, storage requests and
     /// bytes fetched.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.reader()?.stats();
         let d = PyDict::new(py);
+        let s = match &*self.reader()? {
+            Source::File(r) => r.stats(),
+            Source::Dataset(r, _) => {
+                d.set_item("parts", r.manifest().parts.len())?;
+                d.set_item("parts_opened", r.parts_opened())?;
+                d.set_item("version", r.manifest().version)?;
+                return Ok(d);
+            }
+        };
         d.set_item("frames_decoded", s.frames_decoded)?;
         d.set_item("bytes_decoded", s.bytes_decoded)?;
         d.set_item("cache_hits", s.cache_hits)?;
@@ -509,17 +588,7 @@ fn open_reader(
     cache_bytes: Option<u64>,
     max_range_bytes: Option<u64>,
 ) -> PyResult<RawReader> {
-    let mut opts = ReaderOptions::default();
-    if let Some(t) = threads {
-        check_threads(t)?;
-        opts.threads = t;
-    }
-    if let Some(c) = cache_bytes {
-        opts.cache_bytes = c;
-    }
-    if let Some(m) = max_range_bytes {
-        opts.max_range_bytes = m;
-    }
+    let opts = reader_options(threads, cache_bytes, max_range_bytes)?;
     let r = py.allow_threads(|| open_random(path, opts)).map_err(|e| {
         let hint = is_missing_trailer(&e);
         let err = to_py(e);
@@ -532,7 +601,121 @@ fn open_reader(
             err
         }
     })?;
-    Ok(RawReader { inner: Mutex::new(Some(Arc::new(r))), pos: Mutex::new(0) })
+    Ok(RawReader { inner: Mutex::new(Some(Arc::new(Source::File(r)))), pos: Mutex::new(0) })
+}
+
+/// Reader options from the keyword arguments of `adz.open`.
+fn reader_options(
+    threads: Option<usize>,
+    cache_bytes: Option<u64>,
+    max_range_bytes: Option<u64>,
+) -> PyResult<ReaderOptions> {
+    let mut opts = ReaderOptions::default();
+    if let Some(t) = threads {
+        check_threads(t)?;
+        opts.threads = t;
+    }
+    if let Some(c) = cache_bytes {
+        opts.cache_bytes = c;
+    }
+    if let Some(m) = max_range_bytes {
+        opts.max_range_bytes = m;
+    }
+    Ok(opts)
+}
+
+/// Open writer `id`'s part of the dataset `dataset` (a path or s3://bucket/key), at byte
+/// `offset` of the dataset, or appended at commit (in id order) when `offset` is None. The
+/// part is finished by `close()` and is in the dataset only after `commit_dataset`.
+#[pyfunction]
+#[pyo3(signature = (dataset, id, offset=None, strategy="throughput", link="auto", threads=None, block_size=None, buffers=None, hints=Vec::new()))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
+fn open_part_writer(
+    py: Python<'_>,
+    dataset: &str,
+    id: &str,
+    offset: Option<u64>,
+    strategy: &str,
+    link: &str,
+    threads: Option<usize>,
+    block_size: Option<u64>,
+    buffers: Option<usize>,
+    hints: Vec<String>,
+) -> PyResult<RawWriter> {
+    let (opts, ranges) = write_options(strategy, link, threads, block_size, buffers, &hints)?;
+    let placement = offset.map_or(Placement::Append, Placement::At);
+    let (store, name) = py.allow_threads(|| storage_for(dataset)).map_err(to_py)?;
+    let part = adz_core::dataset::part_name(&name, id, placement).map_err(dataset_to_py)?;
+    let w = py.allow_threads(|| {
+        let mut w = Writer::create(&*store, &part, opts)?;
+        for (r, h) in ranges {
+            w.advise(r, h)?;
+        }
+        Ok::<_, Error>(w)
+    });
+    Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path: format!("{dataset}: {part}") })
+}
+
+/// Commit the dataset `dataset` as its next version and return a dict: `version`, `len`,
+/// `parts` (a list of dicts: `name`, `offset`, `len`, `stored`), `gaps`. With `ids`, the
+/// version lists exactly those writers' parts and a writer with no finished part raises
+/// `MissingPart`; without, every part found. `base`: commit only if the latest version is
+/// `base` (0: none yet), else raise `CommitConflict`.
+#[pyfunction]
+#[pyo3(signature = (dataset, ids=None, base=None))]
+fn commit_dataset<'py>(
+    py: Python<'py>,
+    dataset: &str,
+    ids: Option<Vec<String>>,
+    base: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (store, name) = py.allow_threads(|| storage_for(dataset)).map_err(to_py)?;
+    let m = py
+        .allow_threads(|| match &ids {
+            Some(ids) => {
+                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                Dataset::commit_writers(&*store, &name, base, &ids)
+            }
+            None => Dataset::commit(&*store, &name, base),
+        })
+        .map_err(dataset_to_py)?;
+    let d = PyDict::new(py);
+    d.set_item("version", m.version)?;
+    d.set_item("len", m.len)?;
+    let parts = pyo3::types::PyList::empty(py);
+    for p in &m.parts {
+        let e = PyDict::new(py);
+        e.set_item("name", &p.name)?;
+        e.set_item("offset", p.offset)?;
+        e.set_item("len", p.len)?;
+        e.set_item("stored", p.stored)?;
+        parts.append(e)?;
+    }
+    d.set_item("parts", parts)?;
+    let gaps: Vec<(u64, u64)> = m.gaps().into_iter().map(|g| (g.start, g.end)).collect();
+    d.set_item("gaps", gaps)?;
+    Ok(d)
+}
+
+/// Open the latest committed version of the dataset `dataset` as one file for random-access
+/// reads (a read opens only the parts its range touches). Raises `NotFound` when nothing is
+/// committed.
+#[pyfunction]
+#[pyo3(signature = (dataset, threads=None, cache_bytes=None, max_range_bytes=None))]
+fn open_dataset_reader(
+    py: Python<'_>,
+    dataset: &str,
+    threads: Option<usize>,
+    cache_bytes: Option<u64>,
+    max_range_bytes: Option<u64>,
+) -> PyResult<RawReader> {
+    let opts = reader_options(threads, cache_bytes, max_range_bytes)?;
+    let (store, name) = py.allow_threads(|| storage_for(dataset)).map_err(to_py)?;
+    let r = py.allow_threads(|| DatasetReader::open(store, &name, opts)).map_err(dataset_to_py)?;
+    Ok(RawReader {
+        inner: Mutex::new(Some(Arc::new(Source::Dataset(r, opts)))),
+        pos: Mutex::new(0),
+    })
 }
 
 /// Compress a buffer into a complete adz file in memory (what the numcodecs codec stores).
@@ -606,11 +789,16 @@ fn _adz(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NotFound", py.get_type::<NotFound>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("WriteFailed", py.get_type::<WriteFailed>())?;
+    m.add("CommitConflict", py.get_type::<CommitConflict>())?;
+    m.add("MissingPart", py.get_type::<MissingPart>())?;
     m.add_class::<RawWriter>()?;
     m.add_class::<RawReader>()?;
     m.add_class::<WriteFuture>()?;
     m.add_function(wrap_pyfunction!(open_writer, m)?)?;
     m.add_function(wrap_pyfunction!(open_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(open_part_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(commit_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(open_dataset_reader, m)?)?;
     m.add_function(wrap_pyfunction!(compress, m)?)?;
     m.add_function(wrap_pyfunction!(decompress, m)?)?;
     hdf5::register(m)?;

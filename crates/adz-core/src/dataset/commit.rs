@@ -99,15 +99,36 @@ impl Dataset {
     /// The parts written so far (committed or not), as a manifest would list them, checked:
     /// each opens as an adz file, placed parts do not overlap.
     pub fn collect(storage: &dyn Storage, dataset: &str) -> Result<Vec<PartEntry>> {
+        Dataset::collect_of(storage, dataset, None)
+    }
+
+    /// As [`collect`](Self::collect), only the parts of the writers `ids` (all when `None`);
+    /// fails with [`DatasetError::MissingPart`] naming a writer of `ids` with no part.
+    fn collect_of(
+        storage: &dyn Storage,
+        dataset: &str,
+        ids: Option<&BTreeSet<&str>>,
+    ) -> Result<Vec<PartEntry>> {
         let mut placed = Vec::new();
         let mut appended = Vec::new();
+        let mut seen = BTreeSet::new();
         for object in storage.list(&parts_prefix(dataset))? {
-            let Some(placement) = parse_part_name(dataset, &object.name) else { continue };
+            let Some((id, placement)) = parse_part_name(dataset, &object.name) else { continue };
+            if ids.is_some_and(|ids| !ids.contains(id)) {
+                continue;
+            }
+            seen.insert(id.to_owned());
             let entry = describe_part(storage, &object.name)?;
             match placement {
                 Placement::At(offset) => placed.push(PartEntry { offset, ..entry }),
                 Placement::Append => appended.push(entry),
             }
+        }
+        if let Some(missing) = ids.into_iter().flatten().find(|id| !seen.contains(**id)) {
+            return Err(DatasetError::MissingPart {
+                dataset: dataset.to_owned(),
+                id: (*missing).to_owned(),
+            });
         }
         placed.sort_by(|a, b| (a.offset, a.len, &a.name).cmp(&(b.offset, b.len, &b.name)));
         let mut end = 0u64;
@@ -150,6 +171,32 @@ impl Dataset {
     /// nothing was committed. Where the store has [`Storage::put_if_absent`] the version is
     /// created with it; elsewhere it is claimed with candidates (the [module docs](super)).
     pub fn commit(storage: &dyn Storage, dataset: &str, base: Option<u64>) -> Result<Manifest> {
+        Dataset::commit_inner(storage, dataset, base, None)
+    }
+
+    /// Commits the parts of exactly the writers `ids` (an MPI job's ranks, say) as the next
+    /// version, as [`commit`](Self::commit) does. Parts of other writers (left by an earlier
+    /// run) are not listed; a writer of `ids` with no finished part fails the commit with
+    /// [`DatasetError::MissingPart`], and nothing is committed.
+    pub fn commit_writers(
+        storage: &dyn Storage,
+        dataset: &str,
+        base: Option<u64>,
+        ids: &[&str],
+    ) -> Result<Manifest> {
+        for id in ids {
+            check_id(id)?;
+        }
+        let ids: BTreeSet<&str> = ids.iter().copied().collect();
+        Dataset::commit_inner(storage, dataset, base, Some(&ids))
+    }
+
+    fn commit_inner(
+        storage: &dyn Storage,
+        dataset: &str,
+        base: Option<u64>,
+        ids: Option<&BTreeSet<&str>>,
+    ) -> Result<Manifest> {
         adz_store::validate_name(dataset)?;
         let latest = Dataset::latest_version(storage, dataset)?;
         if let Some(base) = base.filter(|&b| b != latest) {
@@ -160,7 +207,7 @@ impl Dataset {
             });
         }
         let version = latest + 1;
-        let parts = Dataset::collect(storage, dataset)?;
+        let parts = Dataset::collect_of(storage, dataset, ids)?;
         let len = parts.iter().map(|p| p.offset + p.len).max().unwrap_or(0);
         let manifest = Manifest {
             kind: MANIFEST_KIND.to_owned(),
@@ -310,4 +357,40 @@ fn describe_part(storage: &dyn Storage, name: &str) -> Result<PartEntry> {
         stored: f.object_size,
         index_checksum: format!("{:016x}", f.footer.index_checksum),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStorage;
+
+    fn part(store: &dyn Storage, id: &str, at: Placement, data: &[u8]) {
+        let mut w = DatasetWriter::create(store, "ds", id, at, WriteOptions::default()).unwrap();
+        w.write(data).unwrap();
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn a_commit_of_given_writers_lists_only_theirs_and_refuses_a_missing_one() {
+        let store = MemoryStorage::new();
+        part(&store, "r0", Placement::At(0), b"aaaa");
+        part(&store, "r1", Placement::At(4), b"bb");
+        // A part of an earlier run at an overlapping offset, under another id: not listed.
+        part(&store, "old", Placement::At(2), b"zzzzzz");
+        let e = Dataset::commit_writers(&store, "ds", None, &["r0", "r1", "r2"]).unwrap_err();
+        assert!(matches!(&e, DatasetError::MissingPart { id, .. } if id == "r2"), "{e}");
+        assert!(
+            e.to_string().contains("\"r2\"") && e.to_string().contains("nothing was committed")
+        );
+        assert_eq!(Dataset::latest_version(&store, "ds").unwrap(), 0);
+        let e = Dataset::commit_writers(&store, "ds", None, &["r0", "bad/id"]).unwrap_err();
+        assert!(matches!(e, DatasetError::InvalidId { .. }), "{e}");
+
+        let m = Dataset::commit_writers(&store, "ds", None, &["r1", "r0", "r0"]).unwrap();
+        assert_eq!((m.version, m.len, m.parts.len()), (1, 6, 2));
+        assert!(m.parts.iter().all(|p| !p.name.contains("old")));
+        // Without ids, every part is collected: the old one overlaps.
+        let e = Dataset::commit(&store, "ds", None).unwrap_err();
+        assert!(matches!(e, DatasetError::Overlap { .. }), "{e}");
+    }
 }

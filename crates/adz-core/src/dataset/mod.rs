@@ -130,6 +130,15 @@ pub enum DatasetError {
         /// What this commit saw.
         why: String,
     },
+    /// A commit was told which writers to expect, and one of them has no finished part
+    /// (it died, or has not closed its part yet); nothing was committed.
+    #[error("{dataset}: writer {id:?} has no finished part under {dataset}.parts/; nothing was committed (commit after every writer has closed its part)")]
+    MissingPart {
+        /// The dataset name.
+        dataset: String,
+        /// The writer id that has no part.
+        id: String,
+    },
     /// A part is not the one the manifest lists: its size, length or trailer checksum differ
     /// (it was replaced or swapped after the commit).
     #[error("part {part}: {what}; it is not the part the manifest committed")]
@@ -362,18 +371,18 @@ fn check_id(id: &str) -> Result<()> {
 }
 
 /// Reads a part's name back: its id and placement; `None` for other objects.
-fn parse_part_name(dataset: &str, name: &str) -> Option<Placement> {
+fn parse_part_name<'a>(dataset: &str, name: &'a str) -> Option<(&'a str, Placement)> {
     let rest = name.strip_prefix(&parts_prefix(dataset))?.strip_suffix(".adz")?;
     let (id, placement) = rest.rsplit_once('.')?;
     check_id(id).ok()?;
     if placement == "append" {
-        return Some(Placement::Append);
+        return Some((id, Placement::Append));
     }
     let digits = placement.strip_prefix("at-")?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok().map(Placement::At)
+    digits.parse().ok().map(|at| (id, Placement::At(at)))
 }
 
 fn parse_version(prefix: &str, name: &str) -> Option<u64> {

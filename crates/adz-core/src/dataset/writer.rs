@@ -25,6 +25,22 @@ impl DatasetWriter {
         Ok(DatasetWriter { writer, name })
     }
 
+    /// As [`create`](Self::create), with the part's upload passed through `wrap` first
+    /// (paced to a simulated link, say: `adz dataset write --throttle`).
+    pub fn create_wrapped(
+        storage: &dyn Storage,
+        dataset: &str,
+        id: &str,
+        placement: Placement,
+        opts: WriteOptions,
+        wrap: impl FnOnce(Box<dyn adz_store::Upload>) -> Box<dyn adz_store::Upload>,
+    ) -> Result<DatasetWriter> {
+        let name = part_name(dataset, id, placement)?;
+        opts.check()?;
+        let writer = Writer::with_upload(wrap(storage.create(&name)?), opts)?;
+        Ok(DatasetWriter { writer, name })
+    }
+
     /// Appends raw bytes to the part.
     pub fn write(&mut self, data: &[u8]) -> Result<()> {
         Ok(self.writer.write(data)?)

@@ -28,8 +28,19 @@ Paths are local paths, file:// URLs and, when built with the cargo feature `s3` 
 `adz.features`), s3://bucket/key objects configured from AWS_ENDPOINT_URL, AWS_REGION,
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_ALLOW_HTTP.
 
+Many writers, one dataset: processes (`multiprocessing`, MPI ranks, nodes sharing only the
+store) each write a part, and one commit joins them into a versioned dataset read as one file:
+
+    # in each worker process
+    with adz.open_part("ckpt", id=f"r{rank}", offset=rank * len(rows)) as f:
+        f.write(rows)
+    # in the parent, after every worker has finished
+    adz.commit("ckpt", ids=[f"r{r}" for r in range(n)])
+    with adz.open_dataset("ckpt") as f:
+        f.pread(offset, 4096)          # opens only the part(s) the range touches
+
 Errors: `adz.Error` is the base of `CorruptData`, `StorageError` (and its `NotFound`),
-`ConfigError` and `WriteFailed`.
+`ConfigError`, `WriteFailed`, and for datasets `CommitConflict` and `MissingPart`.
 """
 
 import io
@@ -38,9 +49,11 @@ import warnings
 
 from . import _adz
 from ._adz import (
+    CommitConflict,
     ConfigError,
     CorruptData,
     Error,
+    MissingPart,
     NotFound,
     StorageError,
     WriteFailed,
@@ -77,6 +90,11 @@ __all__ = [
     "NotFound",
     "ConfigError",
     "WriteFailed",
+    "CommitConflict",
+    "MissingPart",
+    "open_part",
+    "commit",
+    "open_dataset",
     "features",
 ]
 
@@ -114,13 +132,56 @@ def open(path, mode="rb", *, strategy="throughput", link="auto", threads=None,
     raise ValueError(f"invalid mode {mode!r}: use 'rb' or 'wb' (adz files are binary)")
 
 
+def _text_path(path):
+    path = os.fspath(path)
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
+def open_part(dataset, id, offset=None, *, strategy="throughput", link="auto", threads=None,
+              block_size=None, buffers=None, hints=()):
+    """Open writer `id`'s part of the dataset `dataset` (a path or s3://bucket/key): a `Writer`
+    whose `close()` finishes the part. `id`: 1-64 ASCII letters, digits, "_" and "-", unique
+    among the dataset's writers ("r3" for rank 3). `offset`: the part's first byte in the
+    dataset (a rank's displacement), or None to append it at commit, after the placed parts,
+    in id order. Other options as for `open(..., "wb")`. The part is in the dataset only after
+    `commit`. Safe to call from many processes at once (`multiprocessing`, MPI ranks)."""
+    if isinstance(hints, str):
+        hints = [hints]
+    raw = _adz.open_part_writer(_text_path(dataset), id, offset, strategy=strategy, link=link,
+                                threads=threads, block_size=block_size, buffers=buffers,
+                                hints=list(hints))
+    return Writer(None, _raw=raw, _name=raw.path)
+
+
+def commit(dataset, ids=None, base=None):
+    """Commit the dataset: its next version lists the parts, and readers see it whole, at
+    once. Call it once every writer has closed its part. With `ids` (a list of writer ids),
+    exactly those writers' parts, and a writer with no finished part raises `MissingPart`;
+    without, every part found. `base`: commit only if the latest version is `base` (0: none
+    yet), else `CommitConflict`; a commit that lost a race raises it too. On an error nothing
+    was committed. Returns a dict: version, len, parts (name, offset, len, stored), gaps."""
+    if ids is not None:
+        ids = [str(i) for i in ids]
+    return _adz.commit_dataset(_text_path(dataset), ids=ids, base=base)
+
+
+def open_dataset(dataset, *, threads=None, cache_bytes=None, max_range_bytes=None):
+    """Open the latest committed version of a dataset as a seekable `Reader` over all of its
+    bytes (read, seek, pread); a read opens only the parts its range touches. `NotFound` if
+    nothing is committed."""
+    dataset = _text_path(dataset)
+    raw = _adz.open_dataset_reader(dataset, threads=threads, cache_bytes=cache_bytes,
+                                   max_range_bytes=max_range_bytes)
+    return Reader(None, _raw=raw, _name=dataset)
+
+
 class Writer(io.RawIOBase):
     """A binary file object that compresses what is written to it into an adz file."""
 
-    def __init__(self, path, **options):
+    def __init__(self, path, _raw=None, _name=None, **options):
         super().__init__()
-        self._w = _adz.open_writer(path, **options)
-        self.name = path
+        self._w = _raw if _raw is not None else _adz.open_writer(path, **options)
+        self.name = _name if _name is not None else path
         self.summary = None
 
     def writable(self):
@@ -203,11 +264,14 @@ class Reader(io.RawIOBase):
     overlap, check every checksum and run with the GIL released; a damaged frame raises
     `CorruptData` and never returns wrong bytes."""
 
-    def __init__(self, path, threads=None, cache_bytes=None, max_range_bytes=None):
+    def __init__(self, path, threads=None, cache_bytes=None, max_range_bytes=None, _raw=None,
+                 _name=None):
         super().__init__()
-        self._r = _adz.open_reader(path, threads=threads, cache_bytes=cache_bytes,
-                                   max_range_bytes=max_range_bytes)
-        self.name = path
+        if _raw is None:
+            _raw = _adz.open_reader(path, threads=threads, cache_bytes=cache_bytes,
+                                    max_range_bytes=max_range_bytes)
+        self._r = _raw
+        self.name = _name if _name is not None else path
 
     def readable(self):
         return True
