@@ -186,12 +186,15 @@ impl LinkMeter {
         }
     }
 
-    /// Whether the link speed in use says what the link does: a drain rate, or an accept rate
-    /// over more bytes than a buffer in front of the link would take ([`TRUST_BYTES`],
-    /// [`TRUST_SECS`]).
+    /// Whether the link speed in use says what the link does: a drain rate, the accept rate of
+    /// backlogged writes slower than [`BLOCKED_SPEED`], or an accept rate over more bytes than
+    /// a buffer in front of the link would take ([`TRUST_BYTES`], [`TRUST_SECS`]).
     pub(super) fn trusted(&self) -> bool {
         let buffer = TRUST_BYTES.max(TRUST_SECS * self.accept.get().unwrap_or(f64::INFINITY));
-        self.all.n > 0.0 || self.accepted >= buffer
+        // Backlogged writes slower than a copy into a buffer with room: the link paces them,
+        // although none lasted long enough to count as blocked (links above 1 GB/s).
+        let paced = self.accept.backlogged().is_some_and(|r| r < BLOCKED_SPEED);
+        self.all.n > 0.0 || paced || self.accepted >= buffer
     }
 
     /// Whether the link speed in use is a drain rate (the sink has blocked under pressure),

@@ -608,6 +608,12 @@ impl LinkEstimator {
         let v = self.bytes / self.secs;
         (self.secs > 0.0 && v.is_finite() && v > 0.0).then_some(v)
     }
+
+    /// The rate of backlogged writes only (None before the first): writes that found their
+    /// frame waiting, so the sink, not the writer, set their pace.
+    pub fn backlogged(&self) -> Option<f64> {
+        self.get().filter(|_| self.backlogged_only)
+    }
 }
 
 #[cfg(test)]
