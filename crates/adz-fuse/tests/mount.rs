@@ -28,6 +28,16 @@ const REPLACE_AND_FSYNC: &str = "import os, sys\n\
     try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
     sys.stdin.read()\n";
 
+/// As [`REPLACE_AND_FSYNC`], but the first write lands past the end, so the file is staged
+/// rather than streamed (decision 0042) and the fsync compresses it all.
+const STAGE_AND_FSYNC: &str = "import os, sys\n\
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+    os.pwrite(fd, b'x', 1)\n\
+    os.pwrite(fd, open(sys.argv[2], 'rb').read(), 0)\n\
+    print('ready', flush=True)\n\
+    try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
+    sys.stdin.read()\n";
+
 #[test]
 fn namespace_shows_adz_files_by_their_raw_name_and_size() {
     let raw = data(300_000, 1);
@@ -500,7 +510,7 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
     let new = data(6_000_000, 13);
     let new_file = dir.path().join("new");
     fs::write(&new_file, &new).unwrap();
-    let mut holder = python_holding(REPLACE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
+    let mut holder = python_holding(STAGE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
     // Wait until the commit's temporary holds a few frames, then kill the daemon.
     let start = std::time::Instant::now();
     let tmp = loop {
