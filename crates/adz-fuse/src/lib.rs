@@ -89,6 +89,9 @@ pub struct MountOptions {
     /// For evaluation: pace every commit's output to this many bytes/s, as
     /// `adz compress --throttle` does (a simulated link to storage).
     pub throttle: Option<f64>,
+    /// Stream files written in order through the pipeline as they are written (default);
+    /// false stages every written file and compresses it on close, as before decision 0042.
+    pub stream_writes: bool,
 }
 
 impl Default for MountOptions {
@@ -101,6 +104,7 @@ impl Default for MountOptions {
             decode_threads: 0,
             fuse_threads: 4,
             throttle: None,
+            stream_writes: true,
         }
     }
 }

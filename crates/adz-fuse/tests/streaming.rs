@@ -284,3 +284,18 @@ fn killing_the_daemon_mid_stream_keeps_the_old_version_and_recover_salvages_the_
     assert!(got.len() < new.len());
     assert!(got == new[..got.len()], "the salvaged bytes are the new version's first ones");
 }
+
+#[test]
+fn a_mount_that_stages_writes_streams_nothing() {
+    let mut opts = common::test_options();
+    opts.stream_writes = false;
+    let Some(m) = Mounted::with(opts, |_| {}) else { return };
+    let raw = data(400_000, 9);
+    let mut f = File::create(m.mnt.join("f")).unwrap();
+    f.write_all(&raw).unwrap();
+    assert_eq!(staged(&m.src), 1, "staged raw");
+    assert!(temporaries(&m.src, "f").is_empty(), "nothing compressed before the close");
+    drop(f);
+    assert_eq!(decode(&m.src.join("f.adz")), raw);
+    assert_eq!(m.stats().bytes_streamed, 0);
+}

@@ -175,6 +175,7 @@ pub struct AdzFs {
     is_root: bool,
     /// Streams open (at most `write::MAX_STREAMS`).
     streams: Arc<AtomicUsize>,
+    stream_writes: bool,
 }
 
 impl std::fmt::Debug for AdzFs {
@@ -228,6 +229,7 @@ impl AdzFs {
             state: Mutex::new(state),
             is_root: nix::unistd::geteuid().is_root(),
             streams: Arc::default(),
+            stream_writes: opts.stream_writes,
         })
     }
 

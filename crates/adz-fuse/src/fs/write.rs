@@ -188,6 +188,9 @@ impl AdzFs {
     /// slot is free, the caller stages.
     fn stream_write(&self, ino: u64, st: &mut Stream, data: &[u8]) -> Result<bool, Errno> {
         if st.live.is_none() {
+            if !self.stream_writes {
+                return Ok(false);
+            }
             let Some(slot) = Slot::take(&self.streams) else { return Ok(false) };
             st.live = Some(self.start_stream(ino, slot)?);
         }
