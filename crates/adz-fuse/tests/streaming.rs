@@ -23,6 +23,15 @@ fn temporaries(dir: &Path, name: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The tests of this file one at a time: a test that spawns a process hands the child the
+/// descriptors other tests hold open, and the child's close-on-exec is a FUSE flush, which
+/// commits (ends) their streams.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn staged(src: &Path) -> usize {
     fs::read_dir(src.join(".adz-staging")).unwrap().count()
 }
@@ -38,6 +47,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn a_file_written_in_order_is_compressed_while_it_is_written() {
+    let _serial = serial();
     let Some(m) = Mounted::new(|src| {
         fs::write(src.join("old.adz"), adz_bytes(&data(200_000, 1), 64 << 10)).unwrap();
     }) else {
@@ -75,6 +85,7 @@ fn a_file_written_in_order_is_compressed_while_it_is_written() {
 
 #[test]
 fn changes_that_cannot_stream_fall_back_to_staging_with_the_right_bytes() {
+    let _serial = serial();
     let old = data(300_000, 4);
     let Some(mut m) = Mounted::new(|src| {
         for name in ["seek", "hole", "shrink", "read", "append", "fsync"] {
@@ -164,6 +175,7 @@ fn changes_that_cannot_stream_fall_back_to_staging_with_the_right_bytes() {
 
 #[test]
 fn a_stream_renamed_or_unlinked_while_open_behaves_as_a_staged_file() {
+    let _serial = serial();
     let Some(m) = Mounted::new(|_| {}) else { return };
     let raw = data(700_000, 6);
     let mut f = File::create(m.mnt.join("a")).unwrap();
@@ -211,6 +223,7 @@ fn streaming_daemon_helper() {
 
 #[test]
 fn killing_the_daemon_mid_stream_keeps_the_old_version_and_recover_salvages_the_new() {
+    let _serial = serial();
     if !common::fuse_available() {
         return;
     }
@@ -287,6 +300,7 @@ fn killing_the_daemon_mid_stream_keeps_the_old_version_and_recover_salvages_the_
 
 #[test]
 fn a_mount_that_stages_writes_streams_nothing() {
+    let _serial = serial();
     let mut opts = common::test_options();
     opts.stream_writes = false;
     let Some(m) = Mounted::with(opts, |_| {}) else { return };
