@@ -196,10 +196,22 @@ fn a_stream_renamed_or_unlinked_while_open_behaves_as_a_staged_file() {
     assert_eq!(decode(&m.src.join("e/x.adz")), raw);
 
     // Unlinked while streaming: the open file keeps working, nothing is published.
-    let mut f = File::create(m.mnt.join("gone")).unwrap();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.mnt.join("gone"))
+        .unwrap();
     f.write_all(&raw).unwrap();
     fs::remove_file(m.mnt.join("gone")).unwrap();
     f.write_all(b"more").unwrap();
+    let md = f.metadata().unwrap();
+    assert!(md.is_file() && md.len() == raw.len() as u64 + 4, "{md:?}");
+    let mut got = Vec::new();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_to_end(&mut got).unwrap();
+    assert!(got[..raw.len()] == raw[..] && got.ends_with(b"more"), "the open file reads back");
     drop(f);
     assert!(!m.src.join("gone.adz").exists());
     assert!(temporaries(&m.src, "gone").is_empty(), "the unlinked stream's temporary is gone");

@@ -132,10 +132,8 @@ impl AdzFs {
                 return Ok(attr(ino, &meta, sm.len(), &sm));
             }
             if let Some(st) = g.stream.as_ref().filter(|_| g.dirty) {
-                let meta = match self.resolve(&rel) {
-                    Ok((_, _, m)) => m,
-                    Err(_) => fs::symlink_metadata(&self.root).map_err(|e| errno(&e))?,
-                };
+                // (An unlink stages a stream: its name is there.)
+                let (_, _, meta) = self.resolve(&rel)?;
                 let mut a = attr(ino, &meta, st.len, &meta);
                 if g.times.is_none() {
                     (a.mtime, a.ctime) = (st.mtime, st.mtime);

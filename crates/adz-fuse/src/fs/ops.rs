@@ -168,10 +168,17 @@ impl fuser::Filesystem for AdzFs {
         let r = self.writable().and_then(|()| self.child(parent, name)).and_then(|rel| {
             let ino = lock(&self.state).by_path.get(&rel).copied();
             let staging = ino.and_then(|i| self.node_staging(i));
-            let _g = staging.as_ref().map(|s| lock(s));
+            let mut g = staging.as_ref().map(|s| lock(s));
             let (_, path, meta) = self.resolve(&rel)?;
             if meta.is_dir() {
                 return Err(Errno::EISDIR);
+            }
+            // An open file outlives its name: a stream becomes a staging file, which keeps
+            // its bytes (and attributes) for the open descriptors until the last close.
+            if let (Some(i), Some(g)) = (ino, g.as_mut()) {
+                if g.stream.is_some() {
+                    self.restage(i, g)?;
+                }
             }
             fs::remove_file(path).map_err(|e| errno(&e))?;
             lock(&self.state).detach(&rel);
