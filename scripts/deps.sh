@@ -57,7 +57,8 @@ if ! need_cmd h5cc || ! need_cmd h5repack; then apt_install libhdf5-dev hdf5-too
 if ! need_cmd ip || ! need_cmd tc; then apt_install iproute2; fi
 if ! need_cmd socat; then apt_install socat; fi
 # The mount tests (crates/adz-fuse): fusermount3 (Debian's fuse3) for mounts by a user other
-# than root, and sqlite3, one of the unmodified programs they run through a mount.
+# than root, and sqlite3 and rsync, unmodified programs they run through a mount.
 if ! need_cmd fusermount3; then apt_install fuse3; fi
 if ! need_cmd sqlite3; then apt_install sqlite3; fi
+if ! need_cmd rsync; then apt_install rsync; fi
 echo "deps: ok"

@@ -50,6 +50,10 @@ pub(crate) struct MountArgs {
     /// For evaluation: pace each commit's output to RATE, as `adz compress --throttle`.
     #[arg(long, value_name = "RATE")]
     throttle: Option<LinkSpeed>,
+    /// Stage every written file raw and compress it on close or fsync, instead of streaming
+    /// files written in order as they are written (for comparison; docs/MOUNT.md).
+    #[arg(long)]
+    stage_writes: bool,
 }
 
 pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
@@ -74,6 +78,7 @@ pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
         read_ahead_bytes: a.read_ahead,
         read_only: a.read_only,
         throttle: a.throttle.map(LinkSpeed::bytes_per_sec),
+        stream_writes: !a.stage_writes,
         ..Default::default()
     };
     let m = adz_fuse::mount(&a.source, &a.mountpoint, opts).with_context(|| {

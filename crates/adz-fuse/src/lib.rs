@@ -2,11 +2,12 @@
 //!
 //! Each regular file `NAME.adz` in the source directory appears as `NAME` with its raw size;
 //! other entries pass through. Reads decode only the frames a range needs, through one LRU of
-//! decoded frames shared by the whole mount; sequential readers are read ahead. Writes go to
-//! a sparse staging file in `SOURCE/.adz-staging/`, which is compressed through the adaptive
-//! pipeline on close or fsync into a temporary next to `NAME.adz` and renamed over it: a
-//! reader of the source never sees a torn file, and a daemon killed mid-write leaves the
-//! previous version intact.
+//! decoded frames shared by the whole mount; sequential readers are read ahead. A file written
+//! in order from its start streams through the adaptive pipeline while it is written; other
+//! changes go to a sparse staging file in `SOURCE/.adz-staging/`, compressed on close or
+//! fsync. Either way the new version is a temporary next to `NAME.adz`, renamed over it on
+//! close or fsync: a reader of the source never sees a torn file, and a daemon killed
+//! mid-write leaves the previous version intact.
 //! docs/MOUNT.md says what POSIX behaviour is supported and with which errno each limit fails.
 //!
 //! ```no_run
@@ -88,6 +89,9 @@ pub struct MountOptions {
     /// For evaluation: pace every commit's output to this many bytes/s, as
     /// `adz compress --throttle` does (a simulated link to storage).
     pub throttle: Option<f64>,
+    /// Stream files written in order through the pipeline as they are written (default);
+    /// false stages every written file and compresses it on close, as before decision 0042.
+    pub stream_writes: bool,
 }
 
 impl Default for MountOptions {
@@ -100,11 +104,12 @@ impl Default for MountOptions {
             decode_threads: 0,
             fuse_threads: 4,
             throttle: None,
+            stream_writes: true,
         }
     }
 }
 
-/// What the read path of a mount has done so far.
+/// What the read and write paths of a mount have done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MountStats {
@@ -114,6 +119,10 @@ pub struct MountStats {
     pub frames_read_ahead: u64,
     /// Frames reads found decoded already in the shared cache.
     pub cache_hits: u64,
+    /// Bytes written into streams: compressed while the application wrote, never staged.
+    pub bytes_streamed: u64,
+    /// Streams turned into staging files by a change that could not stream.
+    pub stream_fallbacks: u64,
 }
 
 /// A mounted file system, served by a background thread. Dropping it unmounts too.
@@ -125,7 +134,7 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// What the read path has done so far.
+    /// What the read and write paths have done so far.
     pub fn stats(&self) -> MountStats {
         use std::sync::atomic::Ordering::Relaxed;
         let c = &self.counters;
@@ -133,6 +142,8 @@ impl Mount {
             frames_decoded: c.frames_decoded.load(Relaxed),
             frames_read_ahead: c.frames_read_ahead.load(Relaxed),
             cache_hits: c.cache_hits.load(Relaxed),
+            bytes_streamed: c.bytes_streamed.load(Relaxed),
+            stream_fallbacks: c.stream_fallbacks.load(Relaxed),
         }
     }
 

@@ -28,6 +28,16 @@ const REPLACE_AND_FSYNC: &str = "import os, sys\n\
     try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
     sys.stdin.read()\n";
 
+/// As [`REPLACE_AND_FSYNC`], but the first write lands past the end, so the file is staged
+/// rather than streamed (decision 0042) and the fsync compresses it all.
+const STAGE_AND_FSYNC: &str = "import os, sys\n\
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+    os.pwrite(fd, b'x', 1)\n\
+    os.pwrite(fd, open(sys.argv[2], 'rb').read(), 0)\n\
+    print('ready', flush=True)\n\
+    try:\n    os.fsync(fd)\nexcept OSError:\n    pass\n\
+    sys.stdin.read()\n";
+
 #[test]
 fn namespace_shows_adz_files_by_their_raw_name_and_size() {
     let raw = data(300_000, 1);
@@ -500,7 +510,7 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
     let new = data(6_000_000, 13);
     let new_file = dir.path().join("new");
     fs::write(&new_file, &new).unwrap();
-    let mut holder = python_holding(REPLACE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
+    let mut holder = python_holding(STAGE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
     // Wait until the commit's temporary holds a few frames, then kill the daemon.
     let start = std::time::Instant::now();
     let tmp = loop {
@@ -550,4 +560,97 @@ fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
     std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready", "the writer failed");
     p
+}
+
+#[test]
+fn rsync_round_trips_through_the_mount() {
+    if Command::new("rsync").arg("--version").output().is_err() {
+        eprintln!("skipped: rsync is missing (scripts/deps.sh installs it)");
+        return;
+    }
+    let Some(m) = Mounted::new(|_| {}) else { return };
+    let work = m.dir.path().join("work");
+    fs::create_dir_all(work.join("tree/sub")).unwrap();
+    fs::write(work.join("tree/a.dat"), data(900_000, 20)).unwrap();
+    fs::write(work.join("tree/sub/b.txt"), data(3_000, 21)).unwrap();
+    fs::write(work.join("tree/sub/empty"), b"").unwrap();
+    std::os::unix::fs::symlink("../a.dat", work.join("tree/sub/link")).unwrap();
+    let rsync = |from: &Path, to: &Path| {
+        run(bounded("rsync").arg("-a").arg(format!("{}/", from.display())).arg(to));
+    };
+    // In (rsync writes a temporary name and renames it), out again, and an update in place.
+    rsync(&work.join("tree"), &m.mnt.join("tree"));
+    rsync(&m.mnt.join("tree"), &work.join("back"));
+    run(bounded("diff")
+        .arg("-r")
+        .arg("--no-dereference")
+        .arg(work.join("tree"))
+        .arg(work.join("back")));
+    let mut changed = data(900_000, 20);
+    changed[400_000..400_007].copy_from_slice(b"CHANGED");
+    fs::write(work.join("tree/a.dat"), &changed).unwrap();
+    run(bounded("rsync")
+        .arg("-a")
+        .arg("--no-whole-file")
+        .arg("--inplace")
+        // Same size, and perhaps the same mtime second: compare contents.
+        .arg("--checksum")
+        .arg(format!("{}/", work.join("tree").display()))
+        .arg(m.mnt.join("tree")));
+    assert!(decode(&m.src.join("tree/a.dat.adz")) == changed, "rsync --inplace updated it");
+    rsync(&m.mnt.join("tree"), &work.join("back2"));
+    run(bounded("diff")
+        .arg("-r")
+        .arg("--no-dereference")
+        .arg(work.join("tree"))
+        .arg(work.join("back2")));
+    assert_eq!(
+        fs::metadata(m.mnt.join("tree/a.dat")).unwrap().mtime(),
+        fs::metadata(work.join("tree/a.dat")).unwrap().mtime()
+    );
+}
+
+/// A Python with h5py: `ADZ_TEST_PYTHON`, the venv of `make python-test`, or python3.
+fn python_with_h5py() -> Option<std::path::PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/venv/bin/python");
+    let candidates =
+        [std::env::var_os("ADZ_TEST_PYTHON").map(Into::into), Some(venv), Some("python3".into())];
+    candidates.into_iter().flatten().find(|p: &std::path::PathBuf| {
+        Command::new(p)
+            .args(["-c", "import h5py, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
+    let Some(python) = python_with_h5py() else {
+        eprintln!("skipped: no Python with h5py (make python-test makes .cache/venv)");
+        return;
+    };
+    let Some(mut m) = Mounted::new(|_| {}) else { return };
+    let script = r#"
+import sys, h5py, numpy as np
+p = sys.argv[1]
+a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
+with h5py.File(p, 'w') as f:
+    d = f.create_dataset('x', data=a, chunks=(25, 1000))
+    d.attrs['units'] = 'K'
+    f.create_dataset('y', data=np.sin(np.arange(50000.0)), chunks=(5000,))
+with h5py.File(p, 'r+') as f:
+    f['x'][100:110, :] = -1.0
+a[100:110, :] = -1.0
+with h5py.File(p, 'r') as f:
+    assert f['x'].chunks == (25, 1000)
+    assert np.array_equal(f['x'][...], a)
+    assert f['x'].attrs['units'] == 'K'
+    assert np.array_equal(f['y'][...], np.sin(np.arange(50000.0)))
+print('h5py ok')
+"#;
+    let out = run(bounded(python.to_str().unwrap()).arg("-c").arg(script).arg(m.mnt.join("d.h5")));
+    assert!(out.contains("h5py ok"), "{out}");
+    m.unmount();
+    let raw = decode(&m.src.join("d.h5.adz"));
+    assert_eq!(&raw[..8], b"\x89HDF\r\n\x1a\n", "an HDF5 file in the adz file");
 }

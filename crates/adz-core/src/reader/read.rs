@@ -61,6 +61,21 @@ impl Reader {
         Ok(out)
     }
 
+    /// The decoded frames `frames` (indexes into [`index`](Self::index)), one buffer each, in
+    /// order: fetched and decoded in parallel as [`read_at`](Self::read_at) does, without
+    /// copying them into one buffer (for a caller that keeps frames, e.g. in its own cache).
+    /// The caller bounds the run: all of it is held at once.
+    pub fn frames(&self, frames: Range<usize>) -> Result<Vec<Arc<Vec<u8>>>> {
+        self.check_header()?;
+        if frames.end > self.index.entries().len() || frames.start > frames.end {
+            return Err(Error::Config(format!(
+                "frames {frames:?} of {}",
+                self.index.entries().len()
+            )));
+        }
+        self.load(frames)
+    }
+
     /// Bytes frame `i` holds while in flight: its decoded data and its fetched bytes.
     pub(super) fn cost(&self, i: usize) -> u64 {
         let e = &self.index.entries()[i];

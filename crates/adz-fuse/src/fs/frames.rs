@@ -34,6 +34,8 @@ pub(crate) struct Counters {
     pub(crate) frames_decoded: AtomicU64,
     pub(crate) frames_read_ahead: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
+    pub(crate) bytes_streamed: AtomicU64,
+    pub(crate) stream_fallbacks: AtomicU64,
 }
 
 /// Where a handle's reads stand, for read-ahead.
@@ -234,15 +236,5 @@ impl Frames {
 
 /// Decode the frames `run` of `r` (in parallel through the reader's threads), one buffer each.
 fn decode_run(r: &OpenReader, run: Range<usize>) -> Decoded {
-    let entries = &r.reader.index().entries()[run];
-    let start = entries[0].raw_offset;
-    let mut buf = vec![0; (entries[entries.len() - 1].raw_range().end - start) as usize];
-    r.reader.read_at(start, &mut buf)?;
-    Ok(entries
-        .iter()
-        .map(|e| {
-            let at = (e.raw_offset - start) as usize;
-            Arc::new(buf[at..at + e.raw_len as usize].to_vec())
-        })
-        .collect())
+    r.reader.frames(run)
 }

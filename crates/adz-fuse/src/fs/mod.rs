@@ -1,13 +1,13 @@
-//! The file system: inodes over paths of the source, reads through `Reader`, writes through
-//! staging files compressed on close or fsync.
+//! The file system: inodes over paths of the source, reads through `Reader`, writes streamed
+//! through the `Writer` or staged and compressed on close or fsync.
 //!
 //! Locks: the `State` mutex guards the inode and handle tables and is held only briefly. A
-//! file being written has a `Staging` mutex, held across a commit (which compresses the whole
-//! file). Lock order: a staging lock before the state lock, never the other way round.
+//! file being written has a `Staging` mutex, held across a write into its stream and across a
+//! commit. Lock order: a staging lock before the state lock, never the other way round.
 //!
 //! Modules: `namespace` (paths, attributes, listing, renames), `read` and `frames` (the read
-//! path, the shared cache and read-ahead), `write` (staging and commits), `ops` (the FUSE
-//! operations).
+//! path, the shared cache and read-ahead), `write` (streams, staging and commits), `ops` (the
+//! FUSE operations).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -16,7 +16,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -112,10 +112,11 @@ enum Handle {
         ino: u64,
         file: Arc<File>,
     },
-    /// `seq`: where its reads stand, for read-ahead.
+    /// `seq`: where its reads stand, for read-ahead; `writes`: opened for writing.
     Adz {
         ino: u64,
         append: bool,
+        writes: bool,
         seq: Arc<Mutex<Seq>>,
     },
 }
@@ -172,6 +173,9 @@ pub struct AdzFs {
     frames: Arc<Frames>,
     state: Mutex<State>,
     is_root: bool,
+    /// Streams open (at most `write::MAX_STREAMS`).
+    streams: Arc<AtomicUsize>,
+    stream_writes: bool,
 }
 
 impl std::fmt::Debug for AdzFs {
@@ -224,6 +228,8 @@ impl AdzFs {
             frames: Arc::new(Frames::new(opts.cache_bytes, opts.read_ahead_bytes)),
             state: Mutex::new(state),
             is_root: nix::unistd::geteuid().is_root(),
+            streams: Arc::default(),
+            stream_writes: opts.stream_writes,
         })
     }
 
@@ -268,9 +274,10 @@ impl AdzFs {
             }
             Kind::Adz => {
                 let append = flags & libc::O_APPEND != 0;
-                let fh = self.new_handle(Handle::Adz { ino, append, seq: Arc::default() });
+                let writes = acc != libc::O_RDONLY;
+                let fh = self.new_handle(Handle::Adz { ino, append, writes, seq: Arc::default() });
                 if flags & libc::O_TRUNC != 0 {
-                    if let Err(e) = self.staging_for(ino, Some(0)) {
+                    if let Err(e) = self.truncate(ino, 0) {
                         self.close_handle(fh);
                         return Err(e);
                     }

@@ -131,6 +131,15 @@ impl AdzFs {
                 };
                 return Ok(attr(ino, &meta, sm.len(), &sm));
             }
+            if let Some(st) = g.stream.as_ref().filter(|_| g.dirty) {
+                // (An unlink stages a stream: its name is there.)
+                let (_, _, meta) = self.resolve(&rel)?;
+                let mut a = attr(ino, &meta, st.len, &meta);
+                if g.times.is_none() {
+                    (a.mtime, a.ctime) = (st.mtime, st.mtime);
+                }
+                return Ok(a);
+            }
         }
         let (kind, path, meta) = self.resolve(&rel)?;
         let size = match kind {
@@ -200,10 +209,31 @@ impl AdzFs {
         if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.resolve(to).is_ok() {
             return Err(Errno::EEXIST);
         }
-        // Wait for (and keep out) a commit of the file being moved.
+        // A stream writes its temporary next to its name: the streams below a directory that
+        // moves are staged first, one at a time.
+        let below: Vec<u64> = lock(&self.state)
+            .by_path
+            .iter()
+            .filter(|(p, _)| p.starts_with(from) && p.as_path() != from)
+            .map(|(_, i)| *i)
+            .collect();
+        for i in below {
+            if let Some(s) = self.node_staging(i) {
+                let mut g = lock(&s);
+                if g.stream.is_some() {
+                    self.restage(i, &mut g)?;
+                }
+            }
+        }
+        // Wait for (and keep out) a commit of the file being moved; stage its stream.
         let ino = lock(&self.state).by_path.get(from).copied();
         let staging = ino.and_then(|i| self.node_staging(i));
-        let _g = staging.as_ref().map(|s| lock(s));
+        let mut g = staging.as_ref().map(|s| lock(s));
+        if let (Some(i), Some(g)) = (ino, g.as_mut()) {
+            if g.stream.is_some() {
+                self.restage(i, g)?;
+            }
+        }
         let (kind, src, _) = self.resolve(from)?;
         let (dst, other) = match kind {
             Kind::Adz => (with_adz(&self.root.join(to)), self.root.join(to)),

@@ -83,7 +83,7 @@ impl fuser::Filesystem for AdzFs {
                         .map_err(|e| errno(&e))?;
                     }
                     Kind::Adz => {
-                        self.staging_for(ino, Some(len))?;
+                        self.truncate(ino, len)?;
                         // A truncate with no open file is committed at once.
                         if lock(&self.state).nodes.get(&ino).is_some_and(|n| n.open == 0) {
                             self.retire(ino);
@@ -98,6 +98,8 @@ impl fuser::Filesystem for AdzFs {
                     let mut g = lock(&s);
                     if g.file.is_some() {
                         set_times(&g.path, &a, &m).map_err(|e| errno(&e))?;
+                        g.times = Some((a, m));
+                    } else if g.stream.is_some() {
                         g.times = Some((a, m));
                     }
                 }
@@ -166,10 +168,17 @@ impl fuser::Filesystem for AdzFs {
         let r = self.writable().and_then(|()| self.child(parent, name)).and_then(|rel| {
             let ino = lock(&self.state).by_path.get(&rel).copied();
             let staging = ino.and_then(|i| self.node_staging(i));
-            let _g = staging.as_ref().map(|s| lock(s));
+            let mut g = staging.as_ref().map(|s| lock(s));
             let (_, path, meta) = self.resolve(&rel)?;
             if meta.is_dir() {
                 return Err(Errno::EISDIR);
+            }
+            // An open file outlives its name: a stream becomes a staging file, which keeps
+            // its bytes (and attributes) for the open descriptors until the last close.
+            if let (Some(i), Some(g)) = (ino, g.as_mut()) {
+                if g.stream.is_some() {
+                    self.restage(i, g)?;
+                }
             }
             fs::remove_file(path).map_err(|e| errno(&e))?;
             lock(&self.state).detach(&rel);
@@ -309,14 +318,20 @@ impl fuser::Filesystem for AdzFs {
             Some(Handle::Adz { seq, .. }) => (None, Some(Arc::clone(seq))),
             None => return reply.error(Errno::EBADF),
         };
-        let r = (|| -> Result<Vec<u8>, Errno> {
+        let r = (|| -> Result<Bytes, Errno> {
             if let Some(f) = plain {
-                return read_file_at(&f, offset, size);
+                return read_file_at(&f, offset, size).map(Bytes::Owned);
             }
             if let Some(s) = self.node_staging(ino.0) {
-                let g = lock(&s);
+                let mut g = lock(&s);
+                match &g.stream {
+                    Some(st) if st.len == 0 => return Ok(Bytes::Owned(Vec::new())),
+                    // Bytes streamed are not kept raw: a read of them stages them first.
+                    Some(_) => self.restage(ino.0, &mut g)?,
+                    None => {}
+                }
                 if let Some(f) = &g.file {
-                    return read_file_at(f, offset, size);
+                    return read_file_at(f, offset, size).map(Bytes::Owned);
                 }
             }
             let rel = lock(&self.state).path(ino.0)?;
@@ -351,16 +366,7 @@ impl fuser::Filesystem for AdzFs {
             self.writable()?;
             match h {
                 Err(file) => file.write_all_at(data, offset).map_err(|e| errno(&e)),
-                Ok(append) => {
-                    let s = self.staging_for(ino.0, None)?;
-                    let mut g = lock(&s);
-                    let f = g.file.as_ref().ok_or(Errno::EIO)?;
-                    let at =
-                        if append { f.metadata().map_err(|e| errno(&e))?.len() } else { offset };
-                    f.write_all_at(data, at).map_err(|e| errno(&e))?;
-                    g.dirty = true;
-                    Ok(())
-                }
+                Ok(append) => self.write_adz(ino.0, append, offset, data),
             }
         })();
         match r {
@@ -377,8 +383,10 @@ impl fuser::Filesystem for AdzFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        let adz = matches!(lock(&self.state).handles.get(&fh.0), Some(Handle::Adz { .. }));
-        answer(reply, if adz { self.commit(ino.0) } else { Ok(()) })
+        // The close of a descriptor that may write commits; a reader's close changes nothing.
+        let writes =
+            matches!(lock(&self.state).handles.get(&fh.0), Some(Handle::Adz { writes: true, .. }));
+        answer(reply, if writes { self.commit(ino.0) } else { Ok(()) })
     }
 
     fn release(

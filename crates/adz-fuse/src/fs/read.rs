@@ -106,13 +106,24 @@ impl AdzFs {
         path: &Path,
         off: u64,
         size: u32,
-    ) -> Result<Vec<u8>, Errno> {
+    ) -> Result<Bytes, Errno> {
         let end = off.saturating_add(u64::from(size)).min(r.reader.len());
         if off >= end {
-            return Ok(Vec::new());
+            return Ok(Bytes::Owned(Vec::new()));
         }
         let entries = r.reader.index().entries();
         let frames = r.reader.index().frames_for(off..end);
+        if frames.len() == 1 {
+            // Inside one cached frame (the usual case: 128 KiB requests, larger frames): the
+            // reply is a slice of the cached frame, no copy.
+            if let Some(data) = self.frames.get((r.id, frames.start)) {
+                let at = (off - entries[frames.start].raw_offset) as usize;
+                if let Some(seq) = seq {
+                    self.frames.after_read(r, seq, off, end, frames.end);
+                }
+                return Ok(Bytes::Shared(data, at..at + (end - off) as usize));
+            }
+        }
         let mut out = vec![0; (end - off) as usize];
         let copy = |out: &mut [u8], i: usize, data: &[u8]| {
             let e = &entries[i];
@@ -149,7 +160,23 @@ impl AdzFs {
         if let Some(seq) = seq {
             self.frames.after_read(r, seq, off, end, frames.end);
         }
-        Ok(out)
+        Ok(Bytes::Owned(out))
+    }
+}
+
+/// The bytes a read replies with: its own, or a slice of a frame in the shared cache.
+pub(super) enum Bytes {
+    Owned(Vec<u8>),
+    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Shared(d, r) => &d[r.clone()],
+        }
     }
 }
 
