@@ -44,6 +44,8 @@ mod config;
 mod error;
 mod flush;
 pub mod place;
+pub mod predictor;
+pub mod profile;
 mod tiered;
 
 pub use catalog::{Catalog, Copy, Segment, CATALOG_SUFFIX, CATALOG_VERSION};
@@ -51,4 +53,6 @@ pub use config::{parse_size, FlushPolicy, TierConfig, TiersConfig};
 pub use error::TierError;
 pub use flush::{FlushReport, TierStatus};
 pub use place::{place, CostTable, Piece, Plan, PlanSegment, RungCost, TierSlot};
+pub use predictor::{Accuracy, Features, Predictor};
+pub use profile::{CostModel, Profile, PROFILE_VERSION};
 pub use tiered::{Tier, Tiered, TieredReader, WriteReport};
