@@ -88,24 +88,25 @@ impl Features {
         }
         let stamp = scratch.stamp;
         let mut window = |w: &[u8]| {
-            for (i, &b) in w.iter().enumerate() {
+            for &b in w {
                 hist[b as usize] += 1;
-                for (k, lag) in [1usize, 2, 4, 8].into_iter().enumerate() {
-                    if i >= lag && w[i - lag] == b {
-                        lag_eq[k] += 1;
-                    }
+            }
+            // Separate passes, so that the compares vectorise.
+            for (k, lag) in [1usize, 2, 4, 8].into_iter().enumerate() {
+                if w.len() > lag {
+                    lag_eq[k] += w[lag..].iter().zip(w).filter(|(a, b)| a == b).count() as u32;
                 }
-                if i + 4 <= w.len() {
-                    let g = u32::from_le_bytes([w[i], w[i + 1], w[i + 2], w[i + 3]]);
-                    // 12-bit multiplicative hash; a slot remembers the last string put there.
-                    let h = (g.wrapping_mul(0x9E37_79B1) >> 20) as usize;
-                    if scratch.seen[h] == (stamp, g) {
-                        repeats += 1;
-                    } else {
-                        scratch.seen[h] = (stamp, g);
-                    }
-                    grams += 1;
+            }
+            for q in w.windows(4) {
+                let g = u32::from_le_bytes([q[0], q[1], q[2], q[3]]);
+                // 12-bit multiplicative hash; a slot remembers the last string put there.
+                let h = (g.wrapping_mul(0x9E37_79B1) >> 20) as usize;
+                if scratch.seen[h] == (stamp, g) {
+                    repeats += 1;
+                } else {
+                    scratch.seen[h] = (stamp, g);
                 }
+                grams += 1;
             }
             n += w.len() as u32;
         };

@@ -239,8 +239,24 @@ pub fn measure(
 }
 
 /// Wall seconds to encode all of `data` at `rung` on `threads` threads, each taking every
-/// `threads`-th block.
+/// `threads`-th block: the best of as many rounds as fit in 50 ms (at least one), so that
+/// the fast rungs, whose round takes about a millisecond, are not measured by one
+/// scheduling hiccup of a shared machine.
 fn all_cores(data: &[u8], bs: usize, rung: CodecSpec, threads: usize) -> Result<f64, TierError> {
+    let started = Instant::now();
+    let mut best = f64::INFINITY;
+    while best.is_infinite() || started.elapsed().as_secs_f64() < 0.05 {
+        best = best.min(all_cores_once(data, bs, rung, threads)?);
+    }
+    Ok(best)
+}
+
+fn all_cores_once(
+    data: &[u8],
+    bs: usize,
+    rung: CodecSpec,
+    threads: usize,
+) -> Result<f64, TierError> {
     let t0 = Instant::now();
     let results: Vec<Result<(), TierError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -447,14 +463,17 @@ impl Profile {
         Ok(())
     }
 
-    /// Per rung: the all-core speed over the one-thread speed, over all the sets.
+    /// Per rung: the all-core speed over the one-thread speed, over all the sets, kept
+    /// within 1 ..= threads (a write can always run one thread; less than that measured is
+    /// the noise of a shared machine).
     pub fn speedup(&self) -> Vec<f64> {
+        let most = self.threads.max(1) as f64;
         (0..self.rungs.len())
             .map(|r| {
                 let raw: f64 = self.sets.iter().map(|s| s.raw as f64).sum();
                 let one: f64 = self.sets.iter().map(|s| s.raw as f64 / s.rungs[r].speed_one).sum();
                 let all: f64 = self.sets.iter().map(|s| s.raw as f64 / s.rungs[r].speed_all).sum();
-                (raw / all) / (raw / one)
+                ((raw / all) / (raw / one)).clamp(1.0, most)
             })
             .collect()
     }
@@ -473,7 +492,7 @@ impl Profile {
                 if self.threads <= 1 {
                     1.0
                 } else {
-                    (1.0 + (s - 1.0) * (n - 1) as f64 / (self.threads - 1) as f64).max(0.1)
+                    1.0 + (s - 1.0) * (n - 1) as f64 / (self.threads - 1) as f64
                 }
             })
             .collect();
@@ -687,7 +706,8 @@ mod tests {
         let sp = p.speedup();
         for (r, &sp) in sp.iter().enumerate() {
             let ratio = m.table.classes[2][r].speed / one.table.classes[2][r].speed;
-            let want = sp.max(0.1);
+            let want = sp;
+            assert!((1.0..=2.0).contains(&sp));
             assert!((ratio - want).abs() < 1e-9 * want.max(1.0), "{ratio} {want}");
         }
         assert!(m.predictor.is_some());
