@@ -71,6 +71,15 @@ fn profile_then_compress_through_tiers_with_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(std::fs::read(&back).unwrap() == std::fs::read(&input).unwrap());
 
+    // adz predict from the profile's cost predictor: one row per profiled rung.
+    let out = adz(&["predict", input.to_str().unwrap(), "--cost-profile", "default", "--json"], d);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rungs"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["rung"], "zstd:1");
+    assert!(rows[1]["ratio"].as_f64().unwrap() > 1.5, "{v}");
+
     // An old or broken profile is a clear error, and writes nothing.
     let text = std::fs::read_to_string(&default).unwrap();
     std::fs::write(&default, text.replacen("\"version\": 1", "\"version\": 7", 1)).unwrap();
