@@ -42,6 +42,11 @@ pub(crate) struct ProfileFlag {
     /// profile's predictor), not only those of data classes the profile did not measure.
     #[arg(long)]
     pub(crate) predict_every_block: bool,
+    /// With --tiers and a profile measured with --tiers: placement takes every tier's
+    /// bandwidth and latency from the profile's measurement of it (by name), also where the
+    /// configuration gives them (a throttle keeps the configured rate).
+    #[arg(long)]
+    pub(crate) measured_tiers: bool,
 }
 
 /// `adz tier`.
@@ -121,18 +126,27 @@ fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Cost
 }
 
 /// Opens the tiers; a tier whose bandwidth is "measure" takes the profile's measurement of
-/// it, if the profile has one, instead of measuring at every open.
-fn open(config: &Path, profile: Option<&Profile>) -> Result<Tiered> {
+/// it, if the profile has one, instead of measuring at every open. With `measured`, every
+/// tier the profile measured takes its figures for placement.
+fn open(config: &Path, profile: Option<&Profile>, measured: bool) -> Result<Tiered> {
     let mut config = TiersConfig::load(config)?;
+    let mut placement = Vec::new();
     if let Some(p) = profile {
-        for t in &mut config.tiers {
-            if let (None, Some(m)) = (t.bandwidth, p.tier(&t.name)) {
+        for (i, t) in config.tiers.iter_mut().enumerate() {
+            let Some(m) = p.tier(&t.name) else { continue };
+            if t.bandwidth.is_none() {
                 t.bandwidth = Some(m.bandwidth);
                 t.latency = m.latency;
+            } else if measured {
+                placement.push((i, m.bandwidth, m.latency));
             }
         }
     }
-    Ok(Tiered::open(config)?)
+    let mut tiers = Tiered::open(config)?;
+    for (i, bandwidth, latency) in placement {
+        tiers.set_placement_figures(i, bandwidth, latency);
+    }
+    Ok(tiers)
 }
 
 fn threads(n: usize) -> usize {
@@ -157,7 +171,7 @@ pub(crate) fn compress_if_tiers(a: &crate::compress::CompressArgs) -> Option<Res
     Some((|| {
         let threads = threads(a.threads);
         let mut costs = costs(a.tier.tier_costs.as_ref(), &a.tier.profile, threads)?;
-        let mut tiers = open(file, costs.profile.as_ref())?;
+        let mut tiers = open(file, costs.profile.as_ref(), a.tier.profile.measured_tiers)?;
         tiers.set_threads(threads);
         let Some(name) = &a.output else {
             anyhow::bail!("with --tiers, give the dataset's name as OUTPUT");
@@ -201,7 +215,7 @@ pub(crate) fn decompress_if_tiers(
 ) -> Option<Result<ExitCode>> {
     let file = a.tier.tiers.as_ref()?;
     Some((|| {
-        let tiers = open(file, None)?;
+        let tiers = open(file, None, false)?;
         let reader = tiers.reader(&a.input)?;
         let Some(out_arg) = &a.output else {
             anyhow::bail!("with --tiers, give OUTPUT (or - for stdout)");
@@ -219,7 +233,7 @@ pub(crate) fn decompress_if_tiers(
 pub(crate) fn run(a: TierArgs) -> Result<ExitCode> {
     let threads = threads(0);
     let costs = costs(a.tier_costs.as_ref(), &a.profile, threads)?;
-    let tiers = open(&a.tiers, costs.profile.as_ref())?;
+    let tiers = open(&a.tiers, costs.profile.as_ref(), a.profile.measured_tiers)?;
     let costs = costs.model.table;
     match a.command {
         TierCommand::Status => {

@@ -222,6 +222,19 @@ impl Tiered {
         self.threads = threads.max(1);
     }
 
+    /// Tells placement that tier `t` writes at `bandwidth` bytes/s with `latency` seconds
+    /// per object (a measurement, e.g. from a machine profile), whatever its configuration
+    /// says; the tier's storage (and its throttle) is unchanged. Out-of-range `t` or
+    /// figures that are not positive (latency: not negative) are ignored.
+    pub fn set_placement_figures(&mut self, t: usize, bandwidth: f64, latency: f64) {
+        if let Some(tier) = self.tiers.get_mut(t) {
+            if bandwidth.is_finite() && bandwidth > 0.0 && latency.is_finite() && latency >= 0.0 {
+                tier.bandwidth = bandwidth;
+                tier.config.latency = latency;
+            }
+        }
+    }
+
     /// The threads that encode each segment.
     pub fn threads(&self) -> usize {
         self.threads

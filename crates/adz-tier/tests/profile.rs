@@ -90,3 +90,24 @@ fn blocks_of_classes_the_profile_lacks_are_predicted() {
     let report = t.write_with("e", &mut &data[..], &mut model).unwrap();
     assert_eq!(report.predicted, 4);
 }
+
+#[test]
+fn measured_tier_figures_change_the_placement() {
+    let data = adz_datagen::generate(adz_datagen::Kind::Text, 2 << 20, 5);
+    let mut rungs = Vec::new();
+    // zstd:3 at 20 MB/s (2 threads) does not pay on the configured 100 MB/s, but does on the
+    // 1 MB/s a measurement found.
+    for measured in [None, Some(1e6)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tiers(dir.path());
+        if let Some(bw) = measured {
+            t.set_placement_figures(0, bw, 0.01);
+            t.set_placement_figures(7, bw, 0.01); // no such tier: ignored
+        }
+        let mut model = profile(1e7).cost_model(2).unwrap();
+        t.write_with("d", &mut &data[..], &mut model).unwrap();
+        let cat = t.catalog("d").unwrap();
+        rungs.push(cat.segments[0].copies[0].rung.clone());
+    }
+    assert_eq!(rungs, ["none", "zstd:3"]);
+}

@@ -51,7 +51,7 @@ t0=$(date +%s.%N)
 echo "profile-step0 $(echo "$(date +%s.%N) - $t0" | bc)"
 
 tiers bottom-raw 1; tiers tiers-raw 3
-for s in dp-builtin dp-profile dp-profile-step0 dp-predict; do tiers tiers-$s 3; done
+for s in dp-builtin dp-profile dp-profile-step0 dp-predict dp-measured; do tiers tiers-$s 3; done
 run bottom-raw "$adz" compress -q --tiers bottom-raw.toml --tier-costs raw.json stepSTEP.bin sSTEP
 run bottom-s1 "$adz" compress -q -f -s throughput --throttle 117MB/s stepSTEP.bin s1-STEP.adz
 run tiers-raw "$adz" compress -q --tiers tiers-raw.toml --tier-costs raw.json stepSTEP.bin sSTEP
@@ -59,7 +59,8 @@ run tiers-dp-builtin "$adz" compress --tiers tiers-dp-builtin.toml --no-profile 
 run tiers-dp-profile "$adz" compress --tiers tiers-dp-profile.toml --profile profile-generated.json stepSTEP.bin sSTEP
 run tiers-dp-profile-step0 "$adz" compress --tiers tiers-dp-profile-step0.toml --profile profile-step0.json stepSTEP.bin sSTEP
 run tiers-dp-predict "$adz" compress --tiers tiers-dp-predict.toml --profile profile-generated.json --predict-every-block stepSTEP.bin sSTEP
-for t in tiers-raw tiers-dp-builtin tiers-dp-profile tiers-dp-profile-step0 tiers-dp-predict; do
+run tiers-dp-measured "$adz" compress --tiers tiers-dp-measured.toml --profile profile-generated.json --predict-every-block --measured-tiers stepSTEP.bin sSTEP
+for t in tiers-raw tiers-dp-builtin tiers-dp-profile tiers-dp-profile-step0 tiers-dp-predict tiers-dp-measured; do
   echo "== $t"; "$adz" tier --tiers $t.toml --no-profile status
 done
 ls -l s1-*.adz
