@@ -11,6 +11,7 @@ mod inspect;
 mod io;
 mod mount;
 mod predict;
+mod profile;
 mod progress;
 mod read;
 mod recompress;
@@ -117,6 +118,9 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// Tiered storage: status, flush, evict, gc (docs/TIERS.md).
     Tier(tier::TierArgs),
+    /// Measure this machine's codec rungs and tiers into a profile for tiered writes.
+    #[command(after_help = profile::AFTER_HELP)]
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(Args)]
@@ -180,6 +184,7 @@ fn main() -> ExitCode {
         Command::Dataset(a) => dataset::run(a),
         Command::Generate(a) => generate::run(a, <Cli as clap::CommandFactory>::command()),
         Command::Tier(a) => tier::run(a),
+        Command::Profile(a) => profile::run(a),
     };
     match result {
         Ok(code) => code,
@@ -226,7 +231,8 @@ impl StdoutUse {
             | Command::Mount(_)
             | Command::Dataset(_)
             | Command::Generate(_)
-            | Command::Tier(_) => (true, true),
+            | Command::Tier(_)
+            | Command::Profile(_) => (true, true),
         };
         StdoutUse { writes, pipe_may_close }
     }

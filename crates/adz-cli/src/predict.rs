@@ -80,6 +80,11 @@ pub struct PredictArgs {
     /// With stdin: read at most this much (memory), and predict for it.
     #[arg(long, default_value = "256MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
     stdin_limit: u64,
+    /// Predict instead from the machine profile's cost predictor (`adz profile`; FILE, or
+    /// `default` for ~/.config/adz/profile.json): each profiled rung's ratio and speed from
+    /// cheap features of up to 256 blocks spread over the input, nothing compressed.
+    #[arg(long, value_name = "FILE|default")]
+    cost_profile: Option<std::path::PathBuf>,
 }
 
 /// `--predict auto|off`.
@@ -146,6 +151,9 @@ pub fn run(a: PredictArgs) -> Result<ExitCode> {
         bail!("--budget must be a positive fraction, e.g. 0.02");
     }
     let input = Input::open(&a.input)?;
+    if let Some(p) = &a.cost_profile {
+        return from_profile(&a, p, &input);
+    }
     let cfg = predict_config(&a);
     // stdin is read into memory (bounded); a file is sampled where it lies.
     let stdin_data = match &input {
@@ -450,4 +458,103 @@ fn print_check(out: &mut impl Write, check: &[Check]) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `--cost-profile`: each profiled rung's predicted ratio and speed for the input, from the
+/// features of up to 256 blocks spread over it (adz_tier::predictor).
+fn from_profile(a: &PredictArgs, path: &std::path::Path, input: &Input) -> Result<ExitCode> {
+    use adz_tier::predictor::{Features, Scratch};
+    use std::io::{Seek, SeekFrom};
+    let path = if path.as_os_str() == "default" {
+        adz_tier::profile::default_path().context("neither XDG_CONFIG_HOME nor HOME is set")?
+    } else {
+        path.to_owned()
+    };
+    let profile = adz_tier::Profile::load(&path)?;
+    let model = profile.cost_model(threads(a.threads))?;
+    let predictor = model.predictor.as_ref().context("the profile has no predictor")?;
+    let bs = a.block_size as usize;
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    match input {
+        Input::File { path: file, len } => {
+            let mut f = std::fs::File::open(file)
+                .with_context(|| format!("cannot open {}", file.display()))?;
+            let count = len.div_ceil(bs as u64);
+            let want = count.min(256);
+            for k in 0..want {
+                let b = k * count / want;
+                f.seek(SeekFrom::Start(b * bs as u64))?;
+                let mut buf = vec![0u8; (bs as u64).min(len - b * bs as u64) as usize];
+                f.read_exact(&mut buf).with_context(|| format!("reading {}", file.display()))?;
+                blocks.push(buf);
+            }
+        }
+        _ => {
+            let mut buf = Vec::new();
+            input
+                .reader()?
+                .take(a.stdin_limit)
+                .read_to_end(&mut buf)
+                .context("reading the input")?;
+            let count = buf.len().div_ceil(bs);
+            let want = count.min(256);
+            for k in 0..want {
+                let b = k * count / want;
+                blocks.push(buf[b * bs..((b + 1) * bs).min(buf.len())].to_vec());
+            }
+        }
+    }
+    if blocks.is_empty() {
+        bail!("{} is empty: nothing to predict", input.describe());
+    }
+    let (mut scratch, mut out) = (Scratch::default(), Vec::new());
+    let rungs = profile.rungs.len();
+    let (mut raw, mut stored, mut secs) = (0.0, vec![0.0; rungs], vec![0.0; rungs]);
+    for b in &blocks {
+        predictor.predict_all(&Features::of_with(b, &mut scratch), &mut out);
+        raw += b.len() as f64;
+        for (r, q) in out.iter().enumerate() {
+            stored[r] += b.len() as f64 / q.ratio;
+            secs[r] += b.len() as f64 / q.speed;
+        }
+    }
+    let rows: Vec<serde_json::Value> = (0..rungs)
+        .map(|r| {
+            let one = raw / secs[r];
+            serde_json::json!({
+                "rung": profile.rungs[r].to_string(),
+                "ratio": raw / stored[r],
+                "speed_one_thread": one,
+                "speed_all_threads": one * model.scale[r],
+            })
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = serde_json::json!({
+            "input": input.describe(), "profile": path.display().to_string(),
+            "blocks": blocks.len(), "rungs": rows,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{}: {} blocks, costs predicted from their features by the profile {}",
+        input.describe(),
+        blocks.len(),
+        path.display()
+    )?;
+    writeln!(out, "{:<10} {:>8} {:>12} {:>12}", "rung", "ratio", "MB/s 1T", "MB/s all")?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:<10} {:>8.3} {:>12.1} {:>12.1}",
+            r["rung"].as_str().unwrap_or(""),
+            r["ratio"].as_f64().unwrap_or(0.0),
+            r["speed_one_thread"].as_f64().unwrap_or(0.0) / 1e6,
+            r["speed_all_threads"].as_f64().unwrap_or(0.0) / 1e6
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

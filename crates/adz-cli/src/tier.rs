@@ -5,7 +5,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use adz_tier::{CostTable, Tiered, TiersConfig};
+use adz_tier::profile;
+use adz_tier::{CostModel, CostTable, Profile, Tiered, TiersConfig};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
@@ -19,9 +20,33 @@ pub(crate) struct TierFlag {
     #[arg(long, value_name = "FILE")]
     pub(crate) tiers: Option<PathBuf>,
     /// With --tiers: the rungs and their speed and ratio per data class that placement uses
-    /// (JSON, docs/TIERS.md). Default: the built-in priors for one thread.
+    /// (JSON, docs/TIERS.md), instead of the machine profile.
     #[arg(long, value_name = "FILE", requires = "tiers")]
     pub(crate) tier_costs: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) profile: ProfileFlag,
+}
+
+/// Where placement takes its costs from: the machine profile, unless told otherwise.
+#[derive(Args, Clone, Default)]
+pub(crate) struct ProfileFlag {
+    /// With --tiers: the machine profile (`adz profile`) whose measured costs placement
+    /// uses. Default: $XDG_CONFIG_HOME/adz/profile.json or ~/.config/adz/profile.json if it
+    /// exists, else the built-in table.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tier_costs", "no_profile"])]
+    pub(crate) profile: Option<PathBuf>,
+    /// With --tiers: use the built-in cost table even if a profile exists.
+    #[arg(long)]
+    pub(crate) no_profile: bool,
+    /// With --tiers and a profile: predict every block's costs from its features (the
+    /// profile's predictor), not only those of data classes the profile did not measure.
+    #[arg(long)]
+    pub(crate) predict_every_block: bool,
+    /// With --tiers and a profile measured with --tiers: placement takes every tier's
+    /// bandwidth and latency from the profile's measurement of it (by name), also where the
+    /// configuration gives them (a throttle keeps the configured rate).
+    #[arg(long)]
+    pub(crate) measured_tiers: bool,
 }
 
 /// `adz tier`.
@@ -33,6 +58,8 @@ pub(crate) struct TierArgs {
     /// The cost table for flushing (as for `compress --tier-costs`).
     #[arg(long, value_name = "FILE")]
     tier_costs: Option<PathBuf>,
+    #[command(flatten)]
+    profile: ProfileFlag,
     #[command(subcommand)]
     command: TierCommand,
 }
@@ -53,19 +80,80 @@ enum TierCommand {
     Gc,
 }
 
-fn open(config: &Path) -> Result<Tiered> {
-    let config = TiersConfig::load(config)?;
-    Ok(Tiered::open(config)?)
+/// The costs placement uses and where they came from.
+struct Costs {
+    model: CostModel,
+    profile: Option<Profile>,
+    source: String,
 }
 
-fn costs(file: Option<&PathBuf>) -> Result<CostTable> {
-    match file {
-        None => Ok(CostTable::reference(&CostTable::default_rungs(), 1)),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            Ok(CostTable::from_json(&text).with_context(|| format!("in {}", p.display()))?)
+/// Costs from `--tier-costs`, else the profile (given, or at the default path if it exists),
+/// else the built-in table for `threads` threads.
+fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Costs> {
+    if let Some(f) = file {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let table = CostTable::from_json(&text).with_context(|| format!("in {}", f.display()))?;
+        let source = format!("the cost table {}", f.display());
+        return Ok(Costs { model: CostModel::from_table(table), profile: None, source });
+    }
+    let path = match (&p.profile, p.no_profile) {
+        (Some(path), _) => Some(path.clone()),
+        (None, true) => None,
+        (None, false) => profile::default_path().filter(|d| d.exists()),
+    };
+    match path {
+        Some(path) => {
+            let prof = Profile::load(&path)?;
+            let mut model = prof.cost_model(threads)?;
+            model.predict_every_block = p.predict_every_block;
+            let source = format!(
+                "the profile {} ({} rungs, {} blocks measured{})",
+                path.display(),
+                prof.rungs.len(),
+                prof.samples.len(),
+                if p.predict_every_block { "; every block predicted" } else { "" }
+            );
+            Ok(Costs { model, profile: Some(prof), source })
         }
+        None => {
+            let table = CostTable::reference(&CostTable::default_rungs(), threads);
+            let source =
+                format!("the built-in table for {threads} threads (no profile: run `adz profile`)");
+            Ok(Costs { model: CostModel::from_table(table), profile: None, source })
+        }
+    }
+}
+
+/// Opens the tiers; a tier whose bandwidth is "measure" takes the profile's measurement of
+/// it, if the profile has one, instead of measuring at every open. With `measured`, every
+/// tier the profile measured takes its figures for placement.
+fn open(config: &Path, profile: Option<&Profile>, measured: bool) -> Result<Tiered> {
+    let mut config = TiersConfig::load(config)?;
+    let mut placement = Vec::new();
+    if let Some(p) = profile {
+        for (i, t) in config.tiers.iter_mut().enumerate() {
+            let Some(m) = p.tier(&t.name) else { continue };
+            if t.bandwidth.is_none() {
+                t.bandwidth = Some(m.bandwidth);
+                t.latency = m.latency;
+            } else if measured {
+                placement.push((i, m.bandwidth, m.latency));
+            }
+        }
+    }
+    let mut tiers = Tiered::open(config)?;
+    for (i, bandwidth, latency) in placement {
+        tiers.set_placement_figures(i, bandwidth, latency);
+    }
+    Ok(tiers)
+}
+
+fn threads(n: usize) -> usize {
+    if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
     }
 }
 
@@ -81,15 +169,17 @@ fn mb(bytes: u64) -> String {
 pub(crate) fn compress_if_tiers(a: &crate::compress::CompressArgs) -> Option<Result<ExitCode>> {
     let file = a.tier.tiers.as_ref()?;
     Some((|| {
-        let tiers = open(file)?;
-        let costs = costs(a.tier.tier_costs.as_ref())?;
+        let threads = threads(a.threads);
+        let mut costs = costs(a.tier.tier_costs.as_ref(), &a.tier.profile, threads)?;
+        let mut tiers = open(file, costs.profile.as_ref(), a.tier.profile.measured_tiers)?;
+        tiers.set_threads(threads);
         let Some(name) = &a.output else {
             anyhow::bail!("with --tiers, give the dataset's name as OUTPUT");
         };
         let input = io::Input::open(&a.input)?;
         let mut reader: Box<dyn Read> = input.reader()?;
         let report = tiers
-            .write(name, &mut reader, &costs)
+            .write_with(name, &mut reader, &mut costs.model)
             .with_context(|| format!("writing {} to the tiers as {name:?}", input.describe()))?;
         if !a.common.quiet {
             let stored: u64 = report.stored.iter().sum();
@@ -104,6 +194,13 @@ pub(crate) fn compress_if_tiers(a: &crate::compress::CompressArgs) -> Option<Res
                 report.predicted_seconds,
                 report.placement_seconds * 1e3
             );
+            eprintln!("adz:   costs from {}", costs.source);
+            if report.predicted > 0 {
+                eprintln!(
+                    "adz:   {} blocks' costs predicted from their features",
+                    report.predicted
+                );
+            }
             for (t, s) in tiers.tiers().iter().zip(&report.stored) {
                 eprintln!("adz:   {:<12} {}", t.config.name, mb(*s));
             }
@@ -118,7 +215,7 @@ pub(crate) fn decompress_if_tiers(
 ) -> Option<Result<ExitCode>> {
     let file = a.tier.tiers.as_ref()?;
     Some((|| {
-        let tiers = open(file)?;
+        let tiers = open(file, None, false)?;
         let reader = tiers.reader(&a.input)?;
         let Some(out_arg) = &a.output else {
             anyhow::bail!("with --tiers, give OUTPUT (or - for stdout)");
@@ -134,8 +231,10 @@ pub(crate) fn decompress_if_tiers(
 
 /// `adz tier ...`.
 pub(crate) fn run(a: TierArgs) -> Result<ExitCode> {
-    let tiers = open(&a.tiers)?;
-    let costs = costs(a.tier_costs.as_ref())?;
+    let threads = threads(0);
+    let costs = costs(a.tier_costs.as_ref(), &a.profile, threads)?;
+    let tiers = open(&a.tiers, costs.profile.as_ref(), a.profile.measured_tiers)?;
+    let costs = costs.model.table;
     match a.command {
         TierCommand::Status => {
             println!(

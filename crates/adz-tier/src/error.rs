@@ -12,6 +12,10 @@ pub enum TierError {
     #[error("cost table: {0}")]
     Costs(String),
 
+    /// A machine profile cannot be used or made.
+    #[error("machine profile: {0}")]
+    Profile(String),
+
     /// The data does not fit on the tiers at any rung.
     #[error("{raw} raw bytes do not fit on the tiers at any rung")]
     NoRoom {

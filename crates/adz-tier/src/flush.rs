@@ -61,7 +61,7 @@ pub struct TierStatus {
 }
 
 /// Decodes a whole adz file held in memory, checking every frame.
-fn decode_all(bytes: &[u8], what: &str) -> Result<Vec<u8>, TierError> {
+pub(crate) fn decode_all(bytes: &[u8], what: &str) -> Result<Vec<u8>, TierError> {
     let mut raw = Vec::new();
     Decoder::new(bytes)
         .read_to_end(&mut raw)
@@ -228,7 +228,12 @@ impl Tiered {
                 if raw.is_none() {
                     raw = Some(decode_all(&bytes, &format!("decoding {what}"))?);
                 }
-                let re = encode(raw.as_deref().expect("decoded"), rung, self.config.block_size)?;
+                let (re, _) = encode(
+                    raw.as_deref().expect("decoded"),
+                    rung,
+                    self.config.block_size,
+                    self.threads,
+                )?;
                 // A re-encoding that does not shrink the segment is not worth keeping.
                 if re.len() < bytes.len() {
                     (re, true)

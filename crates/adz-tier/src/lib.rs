@@ -15,6 +15,11 @@
 //!   age, re-encoded at a denser rung for the slower tier or copied if already dense enough;
 //!   a copy is removed only after the one below is written, read back, checked and
 //!   catalogued (the `flush` module's docs give the order and why a crash loses nothing).
+//! - **Costs** ([`profile`], [`predictor`]): a machine profile measures every rung's ratio and
+//!   one-thread and all-core speed per kind of data (`adz profile`); [`Profile::cost_model`]
+//!   gives the DP a table per data class and a per-rung regression that predicts the costs
+//!   of blocks of classes the profile did not see, corrected online by each encoded frame
+//!   ([`Tiered::write_with`]). Segments are encoded on all cores.
 //!
 //! ```
 //! use adz_tier::{CostTable, Tiered, TiersConfig};
@@ -44,6 +49,8 @@ mod config;
 mod error;
 mod flush;
 pub mod place;
+pub mod predictor;
+pub mod profile;
 mod tiered;
 
 pub use catalog::{Catalog, Copy, Segment, CATALOG_SUFFIX, CATALOG_VERSION};
@@ -51,4 +58,6 @@ pub use config::{parse_size, FlushPolicy, TierConfig, TiersConfig};
 pub use error::TierError;
 pub use flush::{FlushReport, TierStatus};
 pub use place::{place, CostTable, Piece, Plan, PlanSegment, RungCost, TierSlot};
+pub use predictor::{Accuracy, Features, Predictor};
+pub use profile::{CostModel, Profile, PROFILE_VERSION};
 pub use tiered::{Tier, Tiered, TieredReader, WriteReport};

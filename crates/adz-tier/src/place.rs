@@ -53,8 +53,8 @@ pub struct CostTable {
     pub classes: Vec<Vec<RungCost>>,
 }
 
-/// Rungs as their names (`"zstd:3"`) in a cost table file.
-mod rung_names {
+/// Rungs as their names (`"zstd:3"`) in a cost table or profile file.
+pub(crate) mod rung_names {
     use adz_format::CodecSpec;
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 

@@ -5,7 +5,8 @@ use std::io::{Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use adz_core::{FrameWriter, FrameWriterOptions, Reader, ReaderOptions};
+use adz_core::{FrameEncoder, Reader, ReaderOptions};
+use adz_format::{Filters, FrameHeader, TrailerBuilder};
 use adz_store::Storage;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -13,6 +14,8 @@ use crate::catalog::{Catalog, Copy, Segment};
 use crate::config::{open_tier, TierConfig, TiersConfig};
 use crate::error::TierError;
 use crate::place::{place, CostTable, Piece, TierSlot};
+use crate::predictor::{Features, Scratch};
+use crate::profile::CostModel;
 
 /// A compressed block is kept only if it saves 3 % (the pipeline's keep threshold).
 pub(crate) const KEEP_RATIO: f64 = 0.97;
@@ -37,6 +40,13 @@ pub struct Tiered {
     pub(crate) tiers: Vec<Tier>,
     pub(crate) catalog: Arc<dyn Storage>,
     pub(crate) config: TiersConfig,
+    /// Threads that encode a segment.
+    pub(crate) threads: usize,
+}
+
+/// One thread per core.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// What a [`Tiered::write`] did.
@@ -48,6 +58,8 @@ pub struct WriteReport {
     pub stored: Vec<u64>,
     /// Segments written.
     pub segments: u64,
+    /// Pieces whose costs the predictor gave (their class was not in the profile).
+    pub predicted: u64,
     /// Runs that did not fit where the DP put them (their real size was larger than
     /// predicted): the frames that fit stayed there, the rest went to a lower tier.
     pub spilled: u64,
@@ -82,23 +94,81 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> Result<usize, TierError> {
     Ok(n)
 }
 
-/// Encodes `data` as one adz file at `rung`.
+/// One frame of an encoded segment: raw bytes, payload bytes, and the seconds its encoding took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FrameStat {
+    pub raw: u64,
+    pub payload: u64,
+    pub seconds: f64,
+}
+
+/// Encodes `data` as one adz file at `rung`, its blocks on up to `threads` threads.
+///
+/// Each thread encodes a contiguous run of the blocks into its own buffer; the runs are then
+/// joined behind one file header and indexed by one trailer, so the bytes are those of a
+/// [`adz_core::FrameWriter`] on one thread (a test checks it).
 pub(crate) fn encode(
     data: &[u8],
     rung: adz_format::CodecSpec,
     block_size: u32,
-) -> Result<Vec<u8>, TierError> {
-    let opts = FrameWriterOptions {
-        block_size,
-        codec: rung,
-        keep_ratio: KEEP_RATIO,
-        ..Default::default()
+    threads: usize,
+) -> Result<(Vec<u8>, Vec<FrameStat>), TierError> {
+    let bs = block_size as usize;
+    let header = adz_format::FileHeader::new(block_size)
+        .map_err(|e| TierError::frames("starting a segment")(e.into()))?;
+    let blocks = data.len().div_ceil(bs);
+    let n = threads.clamp(1, blocks.max(1));
+    // Thread k encodes blocks k*blocks/n .. (k+1)*blocks/n.
+    type Run = (Vec<u8>, Vec<(FrameHeader, usize, f64)>);
+    let run = |k: usize| -> Result<Run, TierError> {
+        let (first, end) = (k * blocks / n, (k + 1) * blocks / n);
+        let mut enc = FrameEncoder::new();
+        let mut out = Vec::with_capacity((end - first) * bs / 2 + 64);
+        let mut frames = Vec::with_capacity(end - first);
+        for b in first..end {
+            let raw = &data[b * bs..((b + 1) * bs).min(data.len())];
+            let (start, t0) = (out.len(), Instant::now());
+            let h = enc
+                .encode(raw, (b * bs) as u64, rung, Filters::NONE, KEEP_RATIO, &mut out)
+                .map_err(TierError::frames(format!("encoding a segment at {rung}")))?;
+            frames.push((h, out.len() - start, t0.elapsed().as_secs_f64()));
+        }
+        Ok((out, frames))
     };
-    let mut w = FrameWriter::new(Vec::with_capacity(data.len() / 2 + 4096), opts)
-        .map_err(TierError::frames("starting a segment"))?;
-    w.write_data(data).map_err(TierError::frames(format!("encoding a segment at {rung}")))?;
-    let (bytes, _) = w.finish().map_err(TierError::frames("finishing a segment"))?;
-    Ok(bytes)
+    let parts: Vec<_> = if n == 1 {
+        vec![run(0)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n).map(|k| s.spawn(move || run(k))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    let mut bytes = Vec::with_capacity(
+        parts.iter().map(|p| p.as_ref().map_or(0, |p| p.0.len())).sum::<usize>() + 4096,
+    );
+    bytes.extend_from_slice(&header.encode());
+    let mut trailer = TrailerBuilder::new();
+    let mut stats = Vec::with_capacity(blocks);
+    for part in parts {
+        let (frames_bytes, frames) = part?;
+        let mut offset = bytes.len() as u64;
+        for (h, len, seconds) in frames {
+            trailer.push(&h, offset);
+            offset += len as u64;
+            stats.push(FrameStat {
+                raw: u64::from(h.raw_len),
+                payload: u64::from(h.stored_len),
+                seconds,
+            });
+        }
+        bytes.extend_from_slice(&frames_bytes);
+    }
+    let index_offset = bytes.len() as u64;
+    bytes.extend_from_slice(&trailer.encode(index_offset));
+    Ok((bytes, stats))
 }
 
 impl Tiered {
@@ -120,7 +190,7 @@ impl Tiered {
         let catalog = adz_store::LocalStorage::new(&config.catalog)
             .map_err(TierError::store("opening the catalog"))?
             .recoverable_temporaries(false);
-        Ok(Tiered { tiers, catalog: Arc::new(catalog), config })
+        Ok(Tiered { tiers, catalog: Arc::new(catalog), config, threads: cores() })
     }
 
     /// Builds tiers over stores the caller made (decorated ones, in tests): `stores[i]` is
@@ -144,7 +214,30 @@ impl Tiered {
             })?;
             tiers.push(Tier { config: t.clone(), store, bandwidth });
         }
-        Ok(Tiered { tiers, catalog, config })
+        Ok(Tiered { tiers, catalog, config, threads: cores() })
+    }
+
+    /// Sets the threads that encode each segment (default: one per core; at least 1).
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
+    /// Tells placement that tier `t` writes at `bandwidth` bytes/s with `latency` seconds
+    /// per object (a measurement, e.g. from a machine profile), whatever its configuration
+    /// says; the tier's storage (and its throttle) is unchanged. Out-of-range `t` or
+    /// figures that are not positive (latency: not negative) are ignored.
+    pub fn set_placement_figures(&mut self, t: usize, bandwidth: f64, latency: f64) {
+        if let Some(tier) = self.tiers.get_mut(t) {
+            if bandwidth.is_finite() && bandwidth > 0.0 && latency.is_finite() && latency >= 0.0 {
+                tier.bandwidth = bandwidth;
+                tier.config.latency = latency;
+            }
+        }
+    }
+
+    /// The threads that encode each segment.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// The tiers, fastest first.
@@ -208,6 +301,18 @@ impl Tiered {
         input: &mut dyn Read,
         costs: &CostTable,
     ) -> Result<WriteReport, TierError> {
+        self.write_with(name, input, &mut CostModel::from_table(costs.clone()))
+    }
+
+    /// [`Tiered::write`] with a [`CostModel`]: pieces of classes the model did not measure
+    /// (or every piece, with `predict_every_block`) get their costs from its predictor, which
+    /// each encoded frame then corrects.
+    pub fn write_with(
+        &self,
+        name: &str,
+        input: &mut dyn Read,
+        costs: &mut CostModel,
+    ) -> Result<WriteReport, TierError> {
         adz_store::validate_name(name).map_err(TierError::store("dataset name"))?;
         let started = Instant::now();
         let old = match self.catalog(name) {
@@ -247,7 +352,7 @@ impl Tiered {
         &self,
         cat: &mut Catalog,
         input: &mut dyn Read,
-        costs: &CostTable,
+        model: &mut CostModel,
         written: &mut Vec<(usize, String)>,
     ) -> Result<WriteReport, TierError> {
         let block = self.config.block_size as usize;
@@ -255,6 +360,8 @@ impl Tiered {
             (0..self.tiers.len()).map(|t| self.free(t)).collect::<Result<Vec<_>, _>>()?;
         let mut report = WriteReport { stored: vec![0; self.tiers.len()], ..Default::default() };
         let mut buf = vec![0u8; self.config.batch as usize];
+        let mut scratch = Scratch::default();
+        let mut predictions = Vec::new();
         loop {
             let n = read_full(input, &mut buf)?;
             if n == 0 {
@@ -262,11 +369,30 @@ impl Tiered {
             }
             let data = &buf[..n];
             let classes: Vec<u8> = data.chunks(block).map(adz_control::classify).collect();
-            let pieces: Vec<Piece> = data
-                .chunks(block)
-                .zip(&classes)
-                .map(|(b, &c)| Piece { raw: b.len() as u64, class: c as usize })
-                .collect();
+            let features: Vec<Features> = if model.predictor.is_some() {
+                data.chunks(block).map(|b| Features::of_with(b, &mut scratch)).collect()
+            } else {
+                Vec::new()
+            };
+            // The batch's table: the model's rows per class, then one row per predicted piece.
+            let mut costs = model.table.clone();
+            let rows = costs.classes.len();
+            let mut pieces = Vec::with_capacity(classes.len());
+            for (i, (b, &c)) in data.chunks(block).zip(&classes).enumerate() {
+                let c = (c as usize).min(rows - 1);
+                let predict = model.predict_every_block || !model.measured[c];
+                let row =
+                    if predict { model.predict(&features[i], &mut predictions) } else { None };
+                let class = match row {
+                    Some(row) => {
+                        costs.classes.push(row);
+                        report.predicted += 1;
+                        costs.classes.len() - 1
+                    }
+                    None => c,
+                };
+                pieces.push(Piece { raw: b.len() as u64, class });
+            }
             let slots: Vec<TierSlot> = self
                 .tiers
                 .iter()
@@ -279,7 +405,7 @@ impl Tiered {
                 })
                 .collect();
             let t0 = Instant::now();
-            let plan = place(&pieces, &slots, costs)?;
+            let plan = place(&pieces, &slots, &costs)?;
             report.placement_seconds += t0.elapsed().as_secs_f64();
             report.predicted_seconds += plan.seconds;
             for seg in plan.segments {
@@ -290,7 +416,8 @@ impl Tiered {
                 let (mut pieces, mut t) = (seg.pieces.clone(), seg.tier);
                 while !pieces.is_empty() {
                     let span = |p: &std::ops::Range<usize>| p.start * block..(p.end * block).min(n);
-                    let mut bytes = encode(&data[span(&pieces)], rung, self.config.block_size)?;
+                    let (mut bytes, mut stats) =
+                        encode(&data[span(&pieces)], rung, self.config.block_size, self.threads)?;
                     let mut take = pieces.clone();
                     let size = bytes.len() as u64;
                     if size > free[t] {
@@ -307,7 +434,12 @@ impl Tiered {
                                 break;
                             }
                             take = pieces.start..pieces.start + k;
-                            bytes = encode(&data[span(&take)], rung, self.config.block_size)?;
+                            (bytes, stats) = encode(
+                                &data[span(&take)],
+                                rung,
+                                self.config.block_size,
+                                self.threads,
+                            )?;
                             if bytes.len() as u64 <= free[t] {
                                 break;
                             }
@@ -316,6 +448,13 @@ impl Tiered {
                         if k == 0 {
                             t += 1;
                             continue;
+                        }
+                    }
+                    // Each frame corrects the predictor for its class and rung.
+                    if let Some(p) = model.predictor.as_mut() {
+                        for (f, st) in features[take.clone()].iter().zip(&stats) {
+                            let ratio = st.raw as f64 / st.payload.max(1) as f64;
+                            p.observe(f, seg.rung, ratio, st.raw as f64 / st.seconds.max(1e-9));
                         }
                     }
                     let range = span(&take);
@@ -518,5 +657,40 @@ impl TieredReader {
             )))?;
         }
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adz_core::{FrameWriter, FrameWriterOptions};
+
+    /// Segments encoded on several threads are byte for byte the file one thread writes,
+    /// and decode to the input.
+    #[test]
+    fn parallel_segments_give_the_same_bytes() {
+        let data = adz_datagen::generate(adz_datagen::Kind::Mixed, (5 << 20) + 12_345, 3);
+        for rung in ["zstd:3", "lz4:1", "none"] {
+            let rung: adz_format::CodecSpec = rung.parse().unwrap();
+            let opts = FrameWriterOptions {
+                block_size: 256 << 10,
+                codec: rung,
+                keep_ratio: KEEP_RATIO,
+                ..Default::default()
+            };
+            let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+            w.write_data(&data).unwrap();
+            let (one, _) = w.finish().unwrap();
+            for threads in [1, 2, 3, 8, 64] {
+                let (bytes, stats) = encode(&data, rung, 256 << 10, threads).unwrap();
+                assert!(bytes == one, "{rung} on {threads} threads differs");
+                assert_eq!(stats.len(), data.len().div_ceil(256 << 10));
+                assert_eq!(stats.iter().map(|s| s.raw).sum::<u64>(), data.len() as u64);
+            }
+            assert_eq!(crate::flush::decode_all(&one, "test").unwrap(), data);
+        }
+        let (empty, stats) = encode(&[], "zstd:1".parse().unwrap(), 1 << 20, 4).unwrap();
+        assert!(stats.is_empty());
+        assert!(crate::flush::decode_all(&empty, "test").unwrap().is_empty());
     }
 }

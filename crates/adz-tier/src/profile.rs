@@ -1,0 +1,715 @@
+//! The machine profile (`adz profile`, issue 27): what each rung of the ladder costs on this
+//! machine, per kind of data, on one thread and on all cores, and each tier's bandwidth and
+//! latency; saved as versioned JSON.
+//!
+//! [`measure`] compresses every block of each data set at every rung, one block at a time
+//! on one thread (the blocks' features, ratio and speed are the predictor's training rows),
+//! then the whole set on all threads (the all-core speed a parallel write sees).
+//! [`Profile::cost_model`] turns it into the DP's [`CostTable`] per data class, and the
+//! fitted [`Predictor`] for blocks of classes the profile did not see.
+
+use std::path::Path;
+use std::time::Instant;
+
+use adz_core::FrameEncoder;
+use adz_format::{CodecSpec, Filters};
+use adz_store::Storage;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{open_tier, TierConfig};
+use crate::error::TierError;
+use crate::place::{CostTable, RungCost, CLASSES};
+use crate::predictor::{Accuracy, Features, Prediction, Predictor, Sample, Scratch};
+use crate::tiered::KEEP_RATIO;
+
+/// The profile format this build writes and reads.
+pub const PROFILE_VERSION: u32 = 1;
+
+/// A measured machine; see the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// [`PROFILE_VERSION`].
+    pub version: u32,
+    /// When it was measured, seconds since the Unix epoch.
+    pub created: u64,
+    /// The adz version that measured it.
+    pub adz: String,
+    /// Threads of the all-core measurements.
+    pub threads: usize,
+    /// Raw bytes per block.
+    pub block_size: u32,
+    /// The rungs measured, as codec settings (`"zstd:3"`).
+    #[serde(with = "crate::place::rung_names")]
+    pub rungs: Vec<CodecSpec>,
+    /// The data sets measured.
+    pub sets: Vec<SetProfile>,
+    /// Every block measured on one thread: the predictor's training rows.
+    pub samples: Vec<Sample>,
+    /// The tiers measured (none without `--tiers`).
+    #[serde(default)]
+    pub tiers: Vec<TierProfile>,
+    /// How well the predictor did when the profile was taken.
+    #[serde(default)]
+    pub predictor: Option<PredictorReport>,
+}
+
+/// One data set's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetProfile {
+    /// Its name (a kind of generated data, or a file name).
+    pub name: String,
+    /// Where it came from (`generated`, or a path).
+    pub source: String,
+    /// Raw bytes measured.
+    pub raw: u64,
+    /// Blocks measured.
+    pub blocks: u64,
+    /// Its most common data class.
+    pub class: u8,
+    /// Per rung (in the profile's order).
+    pub rungs: Vec<SetRung>,
+}
+
+/// One rung on one data set.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetRung {
+    /// Raw / stored payload over the set.
+    pub ratio: f64,
+    /// Raw bytes per second on one thread.
+    pub speed_one: f64,
+    /// Raw bytes per second on all the profile's threads.
+    pub speed_all: f64,
+}
+
+/// One tier's measured figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierProfile {
+    /// The tier's name in the configuration.
+    pub name: String,
+    /// Write bandwidth, bytes per second (a large object, committed).
+    pub bandwidth: f64,
+    /// Seconds per object beyond its bytes (small objects, committed).
+    pub latency: f64,
+}
+
+/// The predictor's accuracy and speed when the profile was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictorReport {
+    /// Each data set predicted by a predictor fitted on the other sets (none with one set).
+    pub held_out: Option<Accuracy>,
+    /// The same, corrected online after each block.
+    pub held_out_online: Option<Accuracy>,
+    /// Blocks predicted per second on one core (features and every rung).
+    pub blocks_per_second: f64,
+}
+
+/// Bytes of data to measure, cut into blocks of the profile's block size.
+#[derive(Debug, Clone)]
+pub struct DataSet {
+    /// Its name.
+    pub name: String,
+    /// Where it came from.
+    pub source: String,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
+
+/// What [`measure`] is doing, for a progress bar.
+#[derive(Debug, Clone)]
+pub struct Step<'a> {
+    /// The data set.
+    pub set: &'a str,
+    /// The rung.
+    pub rung: CodecSpec,
+    /// `"1 thread"` or `"N threads"`.
+    pub pass: String,
+    /// Raw bytes just done.
+    pub bytes: u64,
+}
+
+/// The raw bytes [`measure`] compresses in all: each set twice per rung.
+pub fn work(sets: &[DataSet], rungs: &[CodecSpec]) -> u64 {
+    sets.iter().map(|s| s.data.len() as u64).sum::<u64>() * rungs.len() as u64 * 2
+}
+
+fn frame_ratio(raw: usize, frame: usize) -> f64 {
+    let payload = frame.saturating_sub(adz_format::FRAME_HEADER_LEN).max(1);
+    (raw as f64 / payload as f64).max(1.0)
+}
+
+/// Measures every rung on every data set; see the module docs. `threads` is the all-core
+/// pass's thread count; `progress` is called after each block or pass.
+pub fn measure(
+    sets: &[DataSet],
+    rungs: &[CodecSpec],
+    block_size: u32,
+    threads: usize,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<Profile, TierError> {
+    if rungs.is_empty() {
+        return Err(TierError::Profile("no rungs to measure".into()));
+    }
+    if sets.iter().all(|s| s.data.is_empty()) {
+        return Err(TierError::Profile("no data to measure".into()));
+    }
+    adz_format::FileHeader::new(block_size)
+        .map_err(|e| TierError::Profile(format!("block size {block_size}: {e}")))?;
+    let bs = block_size as usize;
+    let threads = threads.max(1);
+    let mut samples = Vec::new();
+    let mut out_sets = Vec::new();
+    let mut enc = FrameEncoder::new();
+    let mut frame = Vec::with_capacity(bs + 4096);
+    for set in sets {
+        if set.data.is_empty() {
+            continue;
+        }
+        let first = samples.len();
+        for block in set.data.chunks(bs) {
+            samples.push(Sample {
+                set: out_sets.len(),
+                class: adz_control::classify(block),
+                raw: block.len() as u64,
+                features: Features::of(block),
+                ratio: Vec::with_capacity(rungs.len()),
+                speed: Vec::with_capacity(rungs.len()),
+            });
+        }
+        let mut set_rungs = Vec::new();
+        for &rung in rungs {
+            let (mut stored, mut secs) = (0f64, 0f64);
+            for (k, block) in set.data.chunks(bs).enumerate() {
+                frame.clear();
+                let t0 = Instant::now();
+                enc.encode(block, 0, rung, Filters::NONE, KEEP_RATIO, &mut frame)
+                    .map_err(|e| TierError::Profile(format!("{rung} on {}: {e}", set.name)))?;
+                let dt = t0.elapsed().as_secs_f64().max(1e-9);
+                let ratio = frame_ratio(block.len(), frame.len());
+                let s = &mut samples[first + k];
+                s.ratio.push(ratio);
+                s.speed.push(block.len() as f64 / dt);
+                stored += block.len() as f64 / ratio;
+                secs += dt;
+                let pass = "1 thread".to_owned();
+                progress(Step { set: &set.name, rung, pass, bytes: block.len() as u64 });
+            }
+            let raw = set.data.len() as f64;
+            let all = all_cores(&set.data, bs, rung, threads)?;
+            progress(Step {
+                set: &set.name,
+                rung,
+                pass: format!("{threads} threads"),
+                bytes: set.data.len() as u64,
+            });
+            set_rungs.push(SetRung {
+                ratio: raw / stored,
+                speed_one: raw / secs,
+                speed_all: raw / all,
+            });
+        }
+        let classes: Vec<u8> = samples[first..].iter().map(|s| s.class).collect();
+        out_sets.push(SetProfile {
+            name: set.name.clone(),
+            source: set.source.clone(),
+            raw: set.data.len() as u64,
+            blocks: (samples.len() - first) as u64,
+            class: most_common(&classes),
+            rungs: set_rungs,
+        });
+    }
+    let mut profile = Profile {
+        version: PROFILE_VERSION,
+        created: crate::tiered::now_secs(),
+        adz: env!("CARGO_PKG_VERSION").to_owned(),
+        threads,
+        block_size,
+        rungs: rungs.to_vec(),
+        sets: out_sets,
+        samples,
+        tiers: Vec::new(),
+        predictor: None,
+    };
+    profile.predictor = Some(predictor_report(&profile, sets)?);
+    Ok(profile)
+}
+
+/// Wall seconds to encode all of `data` at `rung` on `threads` threads, each taking every
+/// `threads`-th block: the best of as many rounds as fit in 50 ms (at least one), so that
+/// the fast rungs, whose round takes about a millisecond, are not measured by one
+/// scheduling hiccup of a shared machine.
+fn all_cores(data: &[u8], bs: usize, rung: CodecSpec, threads: usize) -> Result<f64, TierError> {
+    let started = Instant::now();
+    let mut best = f64::INFINITY;
+    while best.is_infinite() || started.elapsed().as_secs_f64() < 0.05 {
+        best = best.min(all_cores_once(data, bs, rung, threads)?);
+    }
+    Ok(best)
+}
+
+fn all_cores_once(
+    data: &[u8],
+    bs: usize,
+    rung: CodecSpec,
+    threads: usize,
+) -> Result<f64, TierError> {
+    let t0 = Instant::now();
+    let results: Vec<Result<(), TierError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                s.spawn(move || {
+                    let mut enc = FrameEncoder::new();
+                    let mut frame = Vec::with_capacity(bs + 4096);
+                    for block in data.chunks(bs).skip(k).step_by(threads) {
+                        frame.clear();
+                        enc.encode(block, 0, rung, Filters::NONE, KEEP_RATIO, &mut frame)
+                            .map_err(|e| TierError::Profile(format!("{rung}: {e}")))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>, _>>()?;
+    Ok(t0.elapsed().as_secs_f64().max(1e-9))
+}
+
+fn most_common(classes: &[u8]) -> u8 {
+    let mut count = [0usize; 256];
+    for &c in classes {
+        count[c as usize] += 1;
+    }
+    (0..=255u8).max_by_key(|&c| (count[c as usize], std::cmp::Reverse(c))).unwrap_or(0)
+}
+
+/// Held-out accuracy (each set predicted by a fit on the others) and predictions per second.
+fn predictor_report(p: &Profile, sets: &[DataSet]) -> Result<PredictorReport, TierError> {
+    let n_sets = p.sets.len();
+    let (mut held_out, mut online) = (None, None);
+    if n_sets >= 2 {
+        let (mut off, mut on) = (Vec::new(), Vec::new());
+        for s in 0..n_sets {
+            let train: Vec<Sample> = p.samples.iter().filter(|x| x.set != s).cloned().collect();
+            let test: Vec<&Sample> = p.samples.iter().filter(|x| x.set == s).collect();
+            let fit = Predictor::fit(&train, p.rungs.len())?;
+            off.push(Accuracy::score(&fit, &test, false));
+            on.push(Accuracy::score(&fit, &test, true));
+        }
+        held_out = Some(Accuracy::pool(&off));
+        online = Some(Accuracy::pool(&on));
+    }
+    let fit = Predictor::fit(&p.samples, p.rungs.len())?;
+    Ok(PredictorReport {
+        held_out,
+        held_out_online: online,
+        blocks_per_second: predictions_per_second(&fit, sets, p.block_size as usize),
+    })
+}
+
+/// Blocks predicted per second on this thread: features of each block and every rung's
+/// prediction, over the sets' blocks for at least 0.2 s.
+pub fn predictions_per_second(p: &Predictor, sets: &[DataSet], bs: usize) -> f64 {
+    let blocks: Vec<&[u8]> = sets.iter().flat_map(|s| s.data.chunks(bs.max(1))).collect();
+    if blocks.is_empty() {
+        return 0.0;
+    }
+    let mut scratch = Scratch::default();
+    let mut out: Vec<Prediction> = Vec::with_capacity(p.rungs());
+    let (mut n, t0) = (0u64, Instant::now());
+    let mut sink = 0.0;
+    while n < 1000 || t0.elapsed().as_secs_f64() < 0.2 {
+        for b in &blocks {
+            let f = Features::of_with(b, &mut scratch);
+            p.predict_all(&f, &mut out);
+            sink += out[0].ratio;
+            n += 1;
+        }
+    }
+    std::hint::black_box(sink);
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// What the DP of a write takes its costs from: a table per data class and, for blocks of
+/// classes the table has no measurements of, a predictor.
+#[derive(Debug, Clone)]
+pub struct CostModel {
+    /// Per data class, as the write sees it (all its threads).
+    pub table: CostTable,
+    /// Per class of the table: whether it was measured (else it holds a pooled guess).
+    pub measured: Vec<bool>,
+    /// Predicts the costs of one block from its features.
+    pub predictor: Option<Predictor>,
+    /// Per rung: the write's speed over one thread's (the predictor predicts one thread).
+    pub scale: Vec<f64>,
+    /// Predict every block, not only those of unmeasured classes.
+    pub predict_every_block: bool,
+}
+
+impl CostModel {
+    /// A model that is just `table` (every class taken as measured, no predictor).
+    pub fn from_table(table: CostTable) -> CostModel {
+        let n = table.classes.len();
+        let rungs = table.rungs.len();
+        CostModel {
+            table,
+            measured: vec![true; n],
+            predictor: None,
+            scale: vec![1.0; rungs],
+            predict_every_block: false,
+        }
+    }
+
+    /// Rung costs for a block with features `f` from the predictor, as the write sees them,
+    /// or `None` without a predictor.
+    pub fn predict(&self, f: &Features, out: &mut Vec<Prediction>) -> Option<Vec<RungCost>> {
+        let p = self.predictor.as_ref()?;
+        p.predict_all(f, out);
+        Some(
+            out.iter()
+                .zip(&self.scale)
+                .map(|(q, s)| RungCost { speed: q.speed * s, ratio: q.ratio.max(1.0) })
+                .collect(),
+        )
+    }
+}
+
+impl Profile {
+    /// Reads and checks a profile file; a missing or different version is a clear error.
+    pub fn load(path: &Path) -> Result<Profile, TierError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TierError::Profile(format!("cannot read {}: {e}", path.display())))?;
+        Profile::from_json(&text).map_err(|e| match e {
+            TierError::Profile(why) => TierError::Profile(format!("{}: {why}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Parses and checks a profile.
+    pub fn from_json(text: &str) -> Result<Profile, TierError> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| TierError::Profile(format!("not JSON: {e}")))?;
+        match v.get("version").and_then(serde_json::Value::as_u64) {
+            None => {
+                return Err(TierError::Profile(
+                    "not an adz profile (no \"version\"); make one with `adz profile`".into(),
+                ))
+            }
+            Some(n) if n != u64::from(PROFILE_VERSION) => {
+                return Err(TierError::Profile(format!(
+                    "profile version {n}, this adz reads version {PROFILE_VERSION}; \
+                     measure again with `adz profile`"
+                )))
+            }
+            Some(_) => {}
+        }
+        let p: Profile = serde_json::from_value(v)
+            .map_err(|e| TierError::Profile(format!("bad profile: {e}")))?;
+        p.check()?;
+        Ok(p)
+    }
+
+    /// The profile as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a profile serialises")
+    }
+
+    /// Writes the profile to `path` atomically (a temporary file, then a rename), creating
+    /// its directory.
+    pub fn save(&self, path: &Path) -> Result<(), TierError> {
+        let err =
+            |e: std::io::Error| TierError::Profile(format!("cannot write {}: {e}", path.display()));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, self.to_json()).map_err(err)?;
+        std::fs::rename(&tmp, path).map_err(err)
+    }
+
+    fn check(&self) -> Result<(), TierError> {
+        let bad = |why: String| Err(TierError::Profile(format!("bad profile: {why}")));
+        let r = self.rungs.len();
+        if r == 0 || self.samples.is_empty() || self.sets.is_empty() {
+            return bad("it has no rungs, sets or measured blocks".into());
+        }
+        for s in &self.sets {
+            if s.rungs.len() != r {
+                return bad(format!("set {:?} has {} rungs of {r}", s.name, s.rungs.len()));
+            }
+            let ok = |x: f64| x.is_finite() && x > 0.0;
+            if !s.rungs.iter().all(|x| ok(x.ratio) && ok(x.speed_one) && ok(x.speed_all)) {
+                return bad(format!("set {:?} has a speed or ratio that is not > 0", s.name));
+            }
+        }
+        for (i, s) in self.samples.iter().enumerate() {
+            let ok = |v: &[f64]| v.len() == r && v.iter().all(|x| x.is_finite() && *x > 0.0);
+            if !ok(&s.ratio) || !ok(&s.speed) || s.set >= self.sets.len() {
+                return bad(format!("measured block {i} does not match the rungs and sets"));
+            }
+        }
+        for t in &self.tiers {
+            if !(t.bandwidth.is_finite() && t.bandwidth > 0.0 && t.latency >= 0.0) {
+                return bad(format!("tier {:?}: bandwidth must be > 0, latency >= 0", t.name));
+            }
+        }
+        Ok(())
+    }
+
+    /// Per rung: the all-core speed over the one-thread speed, over all the sets, kept
+    /// within 1 ..= threads (a write can always run one thread; less than that measured is
+    /// the noise of a shared machine).
+    pub fn speedup(&self) -> Vec<f64> {
+        let most = self.threads.max(1) as f64;
+        (0..self.rungs.len())
+            .map(|r| {
+                let raw: f64 = self.sets.iter().map(|s| s.raw as f64).sum();
+                let one: f64 = self.sets.iter().map(|s| s.raw as f64 / s.rungs[r].speed_one).sum();
+                let all: f64 = self.sets.iter().map(|s| s.raw as f64 / s.rungs[r].speed_all).sum();
+                ((raw / all) / (raw / one)).clamp(1.0, most)
+            })
+            .collect()
+    }
+
+    /// The DP's cost model for a write on `threads` threads: per class of
+    /// [`adz_control::classify`], each rung's ratio and speed over the blocks of that class
+    /// (one thread's speed times the measured all-core speed-up, scaled linearly for fewer
+    /// threads than the profile had); a class without blocks gets the pooled figures and
+    /// is left to the predictor.
+    pub fn cost_model(&self, threads: usize) -> Result<CostModel, TierError> {
+        let n = threads.clamp(1, self.threads.max(1));
+        let scale: Vec<f64> = self
+            .speedup()
+            .into_iter()
+            .map(|s| {
+                if self.threads <= 1 {
+                    1.0
+                } else {
+                    1.0 + (s - 1.0) * (n - 1) as f64 / (self.threads - 1) as f64
+                }
+            })
+            .collect();
+        let row = |blocks: &[&Sample]| -> Vec<RungCost> {
+            (0..self.rungs.len())
+                .map(|r| {
+                    let raw: f64 = blocks.iter().map(|s| s.raw as f64).sum();
+                    let stored: f64 = blocks.iter().map(|s| s.raw as f64 / s.ratio[r]).sum();
+                    let secs: f64 = blocks.iter().map(|s| s.raw as f64 / s.speed[r]).sum();
+                    RungCost { speed: raw / secs * scale[r], ratio: (raw / stored).max(1.0) }
+                })
+                .collect()
+        };
+        let all: Vec<&Sample> = self.samples.iter().collect();
+        let pooled = row(&all);
+        let mut classes = Vec::new();
+        let mut measured = Vec::new();
+        for k in 0..CLASSES {
+            let of: Vec<&Sample> = all.iter().copied().filter(|s| s.class as usize == k).collect();
+            measured.push(!of.is_empty());
+            classes.push(if of.is_empty() { pooled.clone() } else { row(&of) });
+        }
+        let table = CostTable::new(self.rungs.clone(), classes)?;
+        Ok(CostModel {
+            table,
+            measured,
+            predictor: Some(Predictor::fit(&self.samples, self.rungs.len())?),
+            scale,
+            predict_every_block: false,
+        })
+    }
+
+    /// The measured bandwidth and latency of tier `name`, if the profile has it.
+    pub fn tier(&self, name: &str) -> Option<&TierProfile> {
+        self.tiers.iter().find(|t| t.name == name)
+    }
+}
+
+impl Accuracy {
+    /// Pools the scores of several sets, weighting each by its predictions (medians are
+    /// taken as the weighted mean of the sets' medians).
+    pub fn pool(parts: &[Accuracy]) -> Accuracy {
+        let n: u64 = parts.iter().map(|a| a.predictions).sum();
+        if n == 0 {
+            return Accuracy::default();
+        }
+        let w = |f: fn(&Accuracy) -> f64| {
+            parts.iter().map(|a| f(a) * a.predictions as f64).sum::<f64>() / n as f64
+        };
+        Accuracy {
+            predictions: n,
+            ratio_within_4pct: w(|a| a.ratio_within_4pct),
+            speed_within_10pct: w(|a| a.speed_within_10pct),
+            ratio_median_error: w(|a| a.ratio_median_error),
+            speed_median_error: w(|a| a.speed_median_error),
+        }
+    }
+}
+
+/// Measures a configured tier: bandwidth from one object of `probe` bytes, latency from 8
+/// objects of 4 KiB (the median, less their transfer time), each committed and deleted.
+pub fn measure_tier(t: &TierConfig, probe: usize) -> Result<TierProfile, TierError> {
+    // A throttled tier is measured through its throttle; "measure" is measured as it is.
+    let mut probe_config = t.clone();
+    if probe_config.bandwidth.is_none() {
+        probe_config.bandwidth = Some(1.0);
+        probe_config.throttle = false;
+    }
+    let (store, _) = open_tier(&probe_config)?;
+    let what = format!("measuring tier {:?}", t.name);
+    let name = ".adz-profile-probe";
+    let data = vec![0x5au8; probe.max(1)];
+    let t0 = Instant::now();
+    store.put(name, &data).map_err(TierError::store(what.clone()))?;
+    let bandwidth = data.len() as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+    store.delete(name).map_err(TierError::store(what.clone()))?;
+    let small = vec![0x5au8; 4096];
+    let mut times = Vec::new();
+    for _ in 0..8 {
+        let t0 = Instant::now();
+        store.put(name, &small).map_err(TierError::store(what.clone()))?;
+        times.push(t0.elapsed().as_secs_f64());
+        store.delete(name).map_err(TierError::store(what.clone()))?;
+    }
+    times.sort_by(f64::total_cmp);
+    let latency = (times[times.len() / 2] - small.len() as f64 / bandwidth).max(0.0);
+    Ok(TierProfile { name: t.name.clone(), bandwidth, latency })
+}
+
+/// The profile's path when none is given: `$XDG_CONFIG_HOME/adz/profile.json`, else
+/// `$HOME/.config/adz/profile.json`; `None` without either variable.
+pub fn default_path() -> Option<std::path::PathBuf> {
+    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => std::path::PathBuf::from(x),
+        None => std::path::PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?)
+            .join(".config"),
+    };
+    Some(base.join("adz").join("profile.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny_sets() -> Vec<DataSet> {
+        let text = b"profile the tiers and their codecs, block by block. ".repeat(2500);
+        let mut s = 9u64;
+        let random: Vec<u8> = (0..100_000)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (s >> 56) as u8
+            })
+            .collect();
+        vec![
+            DataSet { name: "text".into(), source: "test".into(), data: text },
+            DataSet { name: "random".into(), source: "test".into(), data: random },
+        ]
+    }
+
+    fn rungs() -> Vec<CodecSpec> {
+        ["none", "lz4:1", "zstd:1", "zstd:3", "zstd:6", "zstd:12", "xz:1"]
+            .iter()
+            .map(|r| r.parse().unwrap())
+            .collect()
+    }
+
+    /// Equal but for the last bits of floats (serde_json's reading may round them).
+    fn same(a: &Profile, b: &Profile) {
+        fn eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+            use serde_json::Value as V;
+            match (a, b) {
+                (V::Number(x), V::Number(y)) => {
+                    let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                    (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+                }
+                (V::Array(x), V::Array(y)) => {
+                    x.len() == y.len() && x.iter().zip(y).all(|(x, y)| eq(x, y))
+                }
+                (V::Object(x), V::Object(y)) => {
+                    x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| eq(v, w)))
+                }
+                _ => a == b,
+            }
+        }
+        let (a, b) = (serde_json::to_value(a).unwrap(), serde_json::to_value(b).unwrap());
+        assert!(eq(&a, &b), "{a}\n{b}");
+    }
+
+    fn tiny_profile() -> Profile {
+        let sets = tiny_sets();
+        let mut done = 0;
+        let p = measure(&sets, &rungs(), 32 << 10, 2, &mut |s| done += s.bytes).unwrap();
+        assert_eq!(done, work(&sets, &rungs()));
+        p
+    }
+
+    #[test]
+    fn a_run_on_tiny_input_has_every_rung_and_round_trips() {
+        let p = tiny_profile();
+        assert_eq!(p.rungs, rungs());
+        assert_eq!(p.sets.len(), 2);
+        for s in &p.sets {
+            assert_eq!(s.rungs.len(), 7);
+        }
+        assert!(p.samples.iter().all(|s| s.ratio.len() == 7 && s.speed.len() == 7));
+        // Text shrinks at every codec rung, random data at none.
+        assert!(p.sets[0].rungs[1..].iter().all(|r| r.ratio > 3.0), "{:?}", p.sets[0]);
+        assert!(p.sets[1].rungs.iter().all(|r| r.ratio < 1.01), "{:?}", p.sets[1]);
+        assert_eq!((p.sets[0].class, p.sets[1].class), (2, 4));
+        let report = p.predictor.as_ref().unwrap();
+        assert!(report.held_out.is_some() && report.blocks_per_second > 0.0);
+
+        let json = p.to_json();
+        let back = Profile::from_json(&json).unwrap();
+        same(&back, &p);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("adz/profile.json");
+        p.save(&path).unwrap();
+        same(&Profile::load(&path).unwrap(), &p);
+    }
+
+    #[test]
+    fn bad_and_old_profiles_are_clear_errors() {
+        let p = tiny_profile();
+        let json = p.to_json();
+        let err = |text: &str| Profile::from_json(text).unwrap_err().to_string();
+        let old = json.replacen("\"version\": 1", "\"version\": 0", 1);
+        assert!(err(&old).contains("profile version 0, this adz reads version 1"), "{}", err(&old));
+        assert!(err("{\"rungs\": []}").contains("not an adz profile"));
+        assert!(err("[1, 2").contains("not JSON"));
+        let bad_rung = json.replacen("\"zstd:12\"", "\"zstd:99\"", 1);
+        assert!(err(&bad_rung).contains("bad profile"), "{}", err(&bad_rung));
+        let mut short = p.clone();
+        short.samples[0].speed.pop();
+        assert!(err(&short.to_json()).contains("measured block 0"));
+        let missing = tempfile::tempdir().unwrap();
+        let e = Profile::load(&missing.path().join("none.json")).unwrap_err().to_string();
+        assert!(e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn cost_model_follows_the_measurements() {
+        let p = tiny_profile();
+        let m = p.cost_model(2).unwrap();
+        assert_eq!(m.measured, vec![false, false, true, false, true]);
+        // Class 2 (text) compresses, class 4 (random) does not.
+        assert!(m.table.classes[2][2].ratio > 3.0);
+        assert!(m.table.classes[4].iter().all(|c| c.ratio < 1.01));
+        // One thread is the one-thread speed.
+        let one = p.cost_model(1).unwrap();
+        let sp = p.speedup();
+        for (r, &sp) in sp.iter().enumerate() {
+            let ratio = m.table.classes[2][r].speed / one.table.classes[2][r].speed;
+            let want = sp;
+            assert!((1.0..=2.0).contains(&sp));
+            assert!((ratio - want).abs() < 1e-9 * want.max(1.0), "{ratio} {want}");
+        }
+        assert!(m.predictor.is_some());
+    }
+}
