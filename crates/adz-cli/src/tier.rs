@@ -232,9 +232,19 @@ pub(crate) fn decompress_if_tiers(
 /// `adz tier ...`.
 pub(crate) fn run(a: TierArgs) -> Result<ExitCode> {
     let threads = threads(0);
-    let costs = costs(a.tier_costs.as_ref(), &a.profile, threads)?;
-    let tiers = open(&a.tiers, costs.profile.as_ref(), a.profile.measured_tiers)?;
-    let costs = costs.model.table;
+    // Only flush and evict place data; status and gc go on without a profile they cannot read.
+    let places = matches!(a.command, TierCommand::Flush | TierCommand::Evict { .. });
+    let costs = match costs(a.tier_costs.as_ref(), &a.profile, threads) {
+        Ok(c) => Some(c),
+        Err(e) if !places => {
+            eprintln!("adz: warning: {e:#} (not needed here, ignored)");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let profile = costs.as_ref().and_then(|c| c.profile.as_ref());
+    let tiers = open(&a.tiers, profile, a.profile.measured_tiers)?;
+    let costs = costs.map(|c| c.model.table);
     match a.command {
         TierCommand::Status => {
             println!(
@@ -262,6 +272,7 @@ pub(crate) fn run(a: TierArgs) -> Result<ExitCode> {
             }
         }
         TierCommand::Flush | TierCommand::Evict { .. } => {
+            let costs = costs.expect("flush and evict read their costs or fail above");
             let report = match &a.command {
                 TierCommand::Evict { tier } => tiers.evict(tier, &costs)?,
                 _ => tiers.flush(&costs)?,

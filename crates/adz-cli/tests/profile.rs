@@ -91,8 +91,14 @@ fn profile_then_compress_through_tiers_with_it() {
         stderr(&out)
     );
     std::fs::write(&default, "{}").unwrap();
+    // Status places nothing: it warns of the bad profile and shows the tiers; a flush, which
+    // places data with the profile's costs, refuses.
     let out = adz(&["tier", "--tiers", conf_s, "status"], d);
+    assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("not an adz profile"), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("capacity"));
+    let out = adz(&["tier", "--tiers", conf_s, "flush"], d);
+    assert!(!out.status.success() && stderr(&out).contains("not an adz profile"));
     let out = adz(&["profile", "--data", d.join("nope").to_str().unwrap(), "--out", "-"], d);
     assert!(!out.status.success() && stderr(&out).contains("cannot read the directory"));
 }
