@@ -897,6 +897,24 @@ mod tests {
         unsafe { CStr::from_ptr(adz_last_error()) }.to_string_lossy().into_owned()
     }
 
+    /// `n` reads of `r` at pseudo-random offsets (some past the end) and lengths up to `max`
+    /// equal `data`'s bytes there.
+    fn random_reads_equal(r: *mut AdzReader, data: &[u8], n: usize, max: usize, seed: u64) {
+        let mut buf = vec![0u8; max];
+        let mut x = seed;
+        for _ in 0..n {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let off = (x >> 33) % (data.len() as u64 + 100);
+            let len = ((x >> 13) % max as u64) as usize;
+            let mut got = usize::MAX;
+            // SAFETY: `r` is an open reader and `buf` holds `len` bytes.
+            let code = unsafe { adz_reader_pread(r, buf.as_mut_ptr().cast(), len, off, &mut got) };
+            assert_eq!(code, ADZ_OK);
+            let from = (off as usize).min(data.len());
+            assert!(buf[..got] == data[from..(from + len).min(data.len())], "at {off} len {len}");
+        }
+    }
+
     #[test]
     fn write_sync_and_async_then_close_commits_the_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -947,21 +965,8 @@ mod tests {
             let mut size = 0;
             assert_eq!(adz_reader_size(r, &mut size), ADZ_OK);
             assert_eq!(size, data.len() as u64);
-            let mut buf = vec![0u8; 300_000];
-            let mut x = 12345u64;
-            for _ in 0..100 {
-                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                let off = (x >> 33) % (data.len() as u64 + 100);
-                let len = ((x >> 13) % buf.len() as u64) as usize;
-                let mut got = usize::MAX;
-                assert_eq!(
-                    adz_reader_pread(r, buf.as_mut_ptr().cast(), len, off, &mut got),
-                    ADZ_OK
-                );
-                let want =
-                    &data[(off as usize).min(data.len())..(off as usize + len).min(data.len())];
-                assert_eq!(&buf[..got], want, "at {off} len {len}");
-            }
+            random_reads_equal(r, &data, 100, 300_000, 12345);
+            let mut buf = vec![0u8; 8];
             let mut got = 1;
             assert_eq!(adz_reader_pread(r, null_mut(), 0, 5, &mut got), ADZ_OK);
             assert_eq!(got, 0);
@@ -1068,20 +1073,7 @@ mod tests {
                 let mut size = 0;
                 assert_eq!(adz_reader_size(r, &mut size), ADZ_OK);
                 assert_eq!(size, all.len() as u64);
-                let mut buf = vec![0u8; 700_000];
-                let mut x = 99u64;
-                for _ in 0..50 {
-                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    let off = (x >> 33) % (all.len() as u64 + 10);
-                    let len = ((x >> 13) % buf.len() as u64) as usize;
-                    let mut got = usize::MAX;
-                    assert_eq!(
-                        adz_reader_pread(r, buf.as_mut_ptr().cast(), len, off, &mut got),
-                        ADZ_OK
-                    );
-                    let from = (off as usize).min(all.len());
-                    assert!(buf[..got] == all[from..(from + len).min(all.len())], "{off}+{len}");
-                }
+                random_reads_equal(r, &all, 50, 700_000, 99);
                 adz_reader_free(r);
             }
             // Discovery: version 2 lists every part found.
