@@ -79,6 +79,28 @@ fn ranges_across_frame_ends_and_at_the_end_of_file() {
 }
 
 #[test]
+fn frames_returns_each_decoded_frame_of_a_run_and_refuses_a_bad_run() {
+    let data = mixed(10_500, 3);
+    let store = store_with(&file_of(&data, 1000, "zstd:3"));
+    let r = open(&store, no_cache()).unwrap();
+    let n = r.index().entries().len();
+    assert_eq!(n, 11);
+    let got = r.frames(2..5).unwrap();
+    assert_eq!(got.len(), 3);
+    for (k, f) in got.iter().enumerate() {
+        let at = (2 + k) * 1000;
+        assert_eq!(f.as_slice(), &data[at..at + 1000], "frame {}", 2 + k);
+    }
+    // The last frame is short; an empty run is empty; a run past the index is an error.
+    assert_eq!(r.frames(n - 1..n).unwrap()[0].as_slice(), &data[10_000..]);
+    assert!(r.frames(4..4).unwrap().is_empty());
+    assert!(r.frames(9..n + 1).is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 5..3;
+    assert!(r.frames(backwards).is_err());
+}
+
+#[test]
 fn empty_file() {
     let store = store_with(&file_of(b"", 1000, "zstd:3"));
     let r = open(&store, ReaderOptions::default()).unwrap();
