@@ -216,12 +216,22 @@ pub struct Segment {
     pub hints: Vec<Hint>,
     /// The class a block classifier would give the segment's blocks (0: unclassified).
     pub class: u8,
+    /// What the slice a shadow measurement compresses costs, where it differs from the whole
+    /// block (None: a slice compresses like its block). A 64 KiB slice gives a higher rung
+    /// less to find than 1 MiB does, so real shadows misjudge rungs relative to each other.
+    pub slice: Option<DataModel>,
 }
 
 impl Segment {
     /// `blocks` blocks of `data` without hints.
     pub fn new(blocks: u64, data: DataModel) -> Segment {
-        Segment { blocks, data, hints: Vec::new(), class: 0 }
+        Segment { blocks, data, hints: Vec::new(), class: 0, slice: None }
+    }
+
+    /// The same segment whose shadow slices compress as `slice` does.
+    pub fn with_slice(mut self, slice: DataModel) -> Segment {
+        self.slice = Some(slice);
+        self
     }
 
     /// The same segment with its blocks classified as `class`.
@@ -428,7 +438,7 @@ impl SimConfig {
 
     /// The shadow measurement of a block decided `decision` if the run makes shadows: its
     /// slice at the block's codec (`(speed, ratio)`) and at the shadow rung, with the block's
-    /// jitter.
+    /// jitter; its ratios are the segment's `slice` where it has one.
     fn shadow_for(
         &self,
         seg: &Segment,
@@ -445,13 +455,18 @@ impl SimConfig {
         shadow.map(|s| {
             let slice = (SHADOW_BYTES as u64).min(raw);
             let p = seg.data.perf(s);
-            let (sp, sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
+            let (sp, mut sr) = (p.speed * jit_speed, (p.ratio * jit_ratio).max(1.0));
+            let mut base_ratio = ratio;
+            if let Some(d) = &seg.slice {
+                sr = (d.perf(s).ratio * jit_ratio).max(1.0);
+                base_ratio = (d.perf(decision.codec).ratio * jit_ratio).max(1.0);
+            }
             let base_secs = slice as f64 / speed;
             let secs = slice as f64 / sp;
             ShadowMeasurement {
                 decision,
                 raw_len: slice,
-                base_stored: (slice as f64 / ratio).ceil() as u64,
+                base_stored: (slice as f64 / base_ratio).ceil() as u64,
                 base_cpu: Duration::from_secs_f64(base_secs),
                 stored: (slice as f64 / sr).ceil() as u64,
                 cpu: Duration::from_secs_f64(secs),

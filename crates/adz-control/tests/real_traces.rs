@@ -4,7 +4,9 @@
 //! --real`: public FITS, netCDF-4, GRIB, NIfTI, FASTQ, a source tar, a `.tar.xz`, and their
 //! concatenation) cost at eight static rungs, measured with `adz compress -c RUNG --trace` on 2
 //! threads and converted by `scripts/traces-to-sim.py` (the commands are in
-//! docs/benchmarks/2026-11-27-real-traces). Each block becomes a one-block segment whose data
+//! docs/benchmarks/2026-11-27-real-traces). `tests/data/*.slices` hold each block's middle
+//! 64 KiB at the same rungs (`scripts/shadow-slices.py`): what a shadow measurement sees, which
+//! misjudges rungs relative to each other as real shadows do. Each block becomes a one-block segment whose data
 //! model is those measurements, with the class the pipeline's classifier gave it. Real data
 //! varies from block to block (image volumes with empty slices, tars of text and binaries): a
 //! controller tuned on generated data, whose blocks are all alike, never saw that.
@@ -19,29 +21,48 @@ const THREADS: usize = 2;
 /// The static rungs a user would try (the "best static").
 const STATIC: [&str; 5] = ["none", "lz4:1", "zstd:1", "zstd:3", "zstd:6"];
 
-/// The blocks of one file as segments, read from its table.
+/// The blocks of one file as segments, read from its table, with the ratios of each block's
+/// middle 64 KiB (what a shadow measures) from `NAME.slices` where it exists.
 fn load(path: &Path) -> Vec<Segment> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let rungs: Vec<CodecSpec> =
         lines.next().unwrap().split('\t').skip(1).map(|r| r.parse().unwrap()).collect();
+    let slices = std::fs::read_to_string(path.with_extension("slices")).ok();
+    let mut slice_rows = slices.as_deref().map(|t| {
+        let mut l = t.lines();
+        let head: Vec<CodecSpec> =
+            l.next().unwrap().split('\t').map(|r| r.parse().unwrap()).collect();
+        assert_eq!(head, rungs, "{}: the slice table's rungs differ", path.display());
+        l
+    });
     let ladder = Ladder::standard();
     lines
         .enumerate()
         .map(|(j, line)| {
             let f: Vec<&str> = line.split('\t').collect();
             let class: u8 = f[0].parse().unwrap();
-            let anchors: Vec<(CodecSpec, Perf)> = rungs
-                .iter()
-                .enumerate()
-                .map(|(k, &c)| {
-                    let speed: f64 = f[1 + 2 * k].parse().unwrap();
-                    let ratio: f64 = f[2 + 2 * k].parse().unwrap();
-                    (c, Perf { speed, ratio })
-                })
-                .collect();
-            let data = DataModel::from_anchors(&format!("block {j}"), &ladder, &anchors);
-            Segment::new(1, data).with_class(class)
+            let speeds: Vec<f64> =
+                (0..rungs.len()).map(|k| f[1 + 2 * k].parse().unwrap()).collect();
+            let ratios: Vec<f64> =
+                (0..rungs.len()).map(|k| f[2 + 2 * k].parse().unwrap()).collect();
+            let model = |ratios: &[f64]| {
+                let anchors: Vec<(CodecSpec, Perf)> = (0..rungs.len())
+                    .map(|k| (rungs[k], Perf { speed: speeds[k], ratio: ratios[k] }))
+                    .collect();
+                DataModel::from_anchors(&format!("block {j}"), &ladder, &anchors)
+            };
+            let seg = Segment::new(1, model(&ratios)).with_class(class);
+            match slice_rows.as_mut() {
+                Some(rows) => {
+                    let row = rows
+                        .next()
+                        .unwrap_or_else(|| panic!("{}: slice row {j} missing", path.display()));
+                    let r: Vec<f64> = row.split('\t').map(|v| v.parse().unwrap()).collect();
+                    seg.with_slice(model(&r))
+                }
+                None => seg,
+            }
         })
         .collect()
 }
