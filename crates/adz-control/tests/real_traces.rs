@@ -402,7 +402,8 @@ fn run_on(sim: &SimConfig, strategy: Strategy, link: f64, segs: &[Segment]) -> S
 
 /// Diagnostic, not a check: S1's decisions in the simulator on `$ADZ_SIM_FILE` (a table's
 /// name) at `$ADZ_SIM_LINK` MB/s, one line per block; with `$ADZ_SIM_THROTTLE` set, as
-/// through the throttle ([`through_throttle`]).
+/// through the throttle ([`through_throttle`]); with `$ADZ_SIM_SHADOWS` set, with shadow
+/// compression (either way).
 #[test]
 #[ignore]
 fn decisions_of_s1() {
@@ -413,10 +414,13 @@ fn decisions_of_s1() {
     let link: f64 = link.parse::<f64>().unwrap() * 1e6;
     let all = files();
     let (_, segs) = all.iter().find(|(n, _)| *n == name).unwrap();
+    let shadows = std::env::var("ADZ_SIM_SHADOWS").is_ok();
     let r = if std::env::var("ADZ_SIM_THROTTLE").is_ok() {
-        through_throttle(link, segs, std::env::var("ADZ_SIM_SHADOWS").is_ok()).0
+        through_throttle(link, segs, shadows).0
     } else {
-        run(Strategy::Throughput, link, segs)
+        let mut sim = SimConfig::new(THREADS, link);
+        sim.shadows = shadows;
+        run_on(&sim, Strategy::Throughput, link, segs)
     };
     for b in &r.blocks {
         eprintln!(
