@@ -424,14 +424,15 @@ fn decisions_of_s1() {
     };
     for b in &r.blocks {
         eprintln!(
-            "{} {} {} {:?} {} {:.1} {:.1}",
+            "{} {} {} {:?} {} {:.1} {:.1} {}",
             b.seq,
             segs[b.segment].class,
             b.decision.codec,
             b.decision.reason,
             b.stored,
             (b.finish - b.start) * 1e3,
-            b.write_end * 1e3
+            b.write_end * 1e3,
+            b.decision.shadow.map(|s| s.to_string()).unwrap_or_default()
         );
     }
 }
