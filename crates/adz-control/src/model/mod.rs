@@ -155,6 +155,10 @@ pub(crate) struct Model {
     /// reference's ratios at the rungs without an entropy stage and at those with one.
     ln_g: [f64; GROUPS],
     g_seen: [bool; GROUPS],
+    /// A group known only from shadows: its level as an offset from the measured group's.
+    /// A shadow compares two rungs on one slice; kept relative, the shadowed group follows
+    /// the measured one when the data changes (kept absolute, it went stale: decision 0049).
+    g_shadow: [Option<f64>; GROUPS],
     /// Each rung's ratio group.
     ratio_group: Vec<u8>,
     /// One group for every rung (speeds).
@@ -263,6 +267,7 @@ impl Model {
             h_seen: false,
             ln_g: [0.0; GROUPS],
             g_seen: [false; GROUPS],
+            g_shadow: [None; GROUPS],
             ratio_group: ladder.rungs().iter().map(|&r| u8::from(entropy_coded(r))).collect(),
             speed_group: vec![0; ladder.len()],
             speed_res: vec![Residual::default(); ladder.len()],
@@ -291,14 +296,30 @@ impl Model {
     /// without one: what LZ4 cannot find says nothing of what an entropy coder finds, and a
     /// rung never measured must not be ruled out by another codec's result.
     fn ratio_level(&self, g: usize) -> f64 {
+        let other = 1 - g;
+        if let Some(d) = self.g_shadow[g].filter(|_| self.measured(other)) {
+            return self.ln_g[other] + d;
+        }
         if self.g_seen[g] {
             return self.ln_g[g];
         }
-        let other = 1 - g;
         match (self.g_seen[other], g) {
             (false, _) => 0.0,
             (true, 1) => self.ln_g[other].max(0.0),
             (true, _) => self.ln_g[other],
+        }
+    }
+
+    /// True if group `g`'s level comes from measured blocks, not only from shadows.
+    fn measured(&self, g: usize) -> bool {
+        self.g_seen[g] && self.g_shadow[g].is_none()
+    }
+
+    /// Group `g` was measured on a block: its level stands on its own from now on.
+    fn settle_group(&mut self, g: usize) {
+        if self.g_shadow[g].is_some() {
+            self.ln_g[g] = self.ratio_level(g);
+            self.g_shadow[g] = None;
         }
     }
 
@@ -376,8 +397,11 @@ impl Model {
             if !self.g_seen[g] {
                 self.ln_g[g] = y;
                 self.g_seen[g] = true;
+                if self.measured(1 - g) {
+                    self.g_shadow[g] = Some(y - self.ln_g[1 - g]);
+                }
             }
-            let e = y - self.ln_g[g];
+            let e = y - self.ratio_level(g);
             update(&mut self.ratio_res, &self.ratio_group, s.rung, e, alpha, now, halflife);
         }
         if let Some(f) = s.faster.filter(|f| f.is_finite() && *f > 0.0 && self.h_seen) {
@@ -425,6 +449,7 @@ impl Model {
         let reference = reference(spec);
         let g = usize::from(entropy_coded(spec));
         if reference.ratio > 1.0 && self.g_seen[g] {
+            self.settle_group(g);
             let y = (llr(1.0) - llr(reference.ratio)).clamp(-LN_CLAMP, LN_CLAMP);
             self.ln_g[g] += alpha_w(self.rates.ratio, weight) * (y - self.ln_g[g]);
         }
@@ -547,9 +572,11 @@ impl Model {
         let level = self.ratio_level(g);
         self.ln_g[g] = level + alpha_w(alpha, s.weight) * (y - res - level);
         self.g_seen[g] = true;
+        self.g_shadow[g] = None;
         if s.reset {
             // After an incompressible stretch the other group starts over as well.
             self.g_seen[1 - g] = false;
+            self.g_shadow[1 - g] = None;
         }
         if let Some(r) = rung {
             let a = alpha_w(rates.residual, s.weight);

@@ -140,3 +140,35 @@ fn noisy_measurements_of_one_rung_do_not_drag_the_others() {
     }
     assert!(m.noise() > 0.1 && m.noise() < 0.4, "noise {}", m.noise());
 }
+
+#[test]
+fn a_rung_known_only_from_shadows_follows_the_measured_rungs_ratio() {
+    // zstd:1 is measured on blocks; a shadow put zstd:-4 (no entropy stage, the other ratio
+    // group) at 0.7 of zstd:1's ratio on one slice. When the data then compresses worse,
+    // zstd:-4's prediction must fall with zstd:1's, not stay at the old absolute figure.
+    let ladder = Ladder::standard();
+    let mut m = Model::new(&ladder, 0.5, rates());
+    let z1 = ladder.position("zstd:1".parse().unwrap()).unwrap();
+    let fast = ladder.position("zstd:-4".parse().unwrap()).unwrap();
+    let sample = |ratio: f64| Sample {
+        spec: ladder.rungs()[z1],
+        rung: Some(z1),
+        speed: Some(300e6),
+        ratio,
+        weight: 1.0,
+        reset: false,
+    };
+    for now in 0..4 {
+        m.observe(&sample(4.0), now);
+    }
+    let shadow = Shadow { base: z1, rung: fast, base_ratio: 4.0, ratio: 2.8, faster: Some(2.0) };
+    m.observe_shadow(&shadow, 4);
+    let before = m.ratio(fast, 5) / m.ratio(z1, 5);
+    assert!((before - 0.7).abs() < 0.02, "the shadow's relative ratio: {before}");
+    for now in 5..40 {
+        m.observe(&sample(2.0), now);
+    }
+    assert!((m.ratio(z1, 40) - 2.0).abs() < 0.1, "zstd:1 learnt the new data");
+    let after = m.ratio(fast, 40);
+    assert!(after < m.ratio(z1, 40), "zstd:-4 {after} above zstd:1 {}", m.ratio(z1, 40));
+}
