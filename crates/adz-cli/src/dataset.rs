@@ -1,4 +1,4 @@
-//! `adz dataset write|commit|ls|cat|gc`: many writers, one dataset (docs/OBJECT-STORAGE.md,
+//! `adz dataset write|commit|ls|cat|verify|gc`: many writers, one dataset (docs/OBJECT-STORAGE.md,
 //! "Many writers"; the manifest is in docs/FORMAT.md, "Datasets").
 
 use std::io::{Read, Write};
@@ -24,6 +24,7 @@ Examples:
   adz dataset commit ckpt                                     version N+1 lists every part
   adz dataset ls ckpt                                         the parts of the latest version
   adz dataset cat ckpt -o 3G -n 4K                            reads only the part it touches
+  adz dataset verify ckpt                                     every part and frame checked
   adz dataset gc ckpt --dry-run                               parts no commit lists";
 
 #[derive(Args)]
@@ -42,6 +43,9 @@ enum DatasetCommand {
     Ls(LsArgs),
     /// Print a range of the dataset's bytes (all of it by default).
     Cat(CatArgs),
+    /// Check every part of the latest version: that it is the part the manifest committed,
+    /// and every frame's checksum. Exits 1 if anything is wrong, naming part and frame.
+    Verify(VerifyArgs),
     /// Remove parts the latest version does not list, and older manifests.
     Gc(GcArgs),
 }
@@ -98,6 +102,15 @@ struct LsArgs {
 }
 
 #[derive(Args)]
+struct VerifyArgs {
+    /// The dataset: a path or s3://bucket/key.
+    dataset: String,
+    /// Print nothing on success; problems are still reported.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
 struct CatArgs {
     /// The dataset: a path or s3://bucket/key.
     dataset: String,
@@ -140,6 +153,7 @@ pub fn run(a: DatasetArgs) -> Result<ExitCode> {
         DatasetCommand::Commit(a) => commit(a),
         DatasetCommand::Ls(a) => ls(a),
         DatasetCommand::Cat(a) => cat(a),
+        DatasetCommand::Verify(a) => verify(a),
         DatasetCommand::Gc(a) => gc(a),
     }
 }
@@ -233,6 +247,45 @@ fn ls(a: LsArgs) -> Result<ExitCode> {
         writeln!(out, "gap: bytes {}..{}", gap.start, gap.end)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn verify(a: VerifyArgs) -> Result<ExitCode> {
+    let (store, name) = store_for(&a.dataset)?;
+    let reader = DatasetReader::open(store, &name, ReaderOptions::default())
+        .with_context(|| format!("opening {}", a.dataset))?;
+    let pb = crate::progress::bar(Some(reader.len()), a.quiet, "verify");
+    let checks = reader.verify(|done| pb.set_position(done));
+    pb.finish_and_clear();
+    let version = reader.manifest().version;
+    let bad: Vec<&str> =
+        checks.iter().filter(|c| !c.problems.is_empty()).map(|c| c.name.as_str()).collect();
+    for c in &checks {
+        for e in &c.problems {
+            eprintln!("adz: {}: {}", a.dataset, adz_core::store::chain_text(e));
+        }
+    }
+    let frames: u64 = checks.iter().map(|c| c.frames).sum();
+    if bad.is_empty() {
+        if !a.quiet {
+            let gaps = reader.manifest().gaps().len();
+            println!(
+                "{} version {version}: OK ({} parts, {frames} frames, {} bytes{})",
+                a.dataset,
+                checks.len(),
+                reader.len(),
+                if gaps > 0 { format!(", {gaps} gaps as committed") } else { String::new() }
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "adz: {} version {version}: DAMAGED: {} of {} parts are good; bad parts: {}",
+        a.dataset,
+        checks.len() - bad.len(),
+        checks.len(),
+        bad.join(", ")
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 fn cat(a: CatArgs) -> Result<ExitCode> {

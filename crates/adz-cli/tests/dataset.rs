@@ -1,6 +1,7 @@
 //! `adz dataset`: 8 processes write one dataset to a local directory and it reads as one file;
 //! a writer killed before the commit leaves no dataset and gc removes its leftovers; two
-//! racing commits, one wins; a corrupted part fails only its own ranges.
+//! racing commits, one wins; a corrupted part fails only its own ranges; verify names the bad
+//! frames and parts.
 
 mod common;
 
@@ -213,4 +214,47 @@ fn a_corrupted_part_fails_its_ranges_naming_part_and_frame_and_the_others_read()
         ok(&o);
         assert!(o.stdout == all[offset as usize..(offset + len) as usize], "{}", stderr(&o));
     }
+}
+
+#[test]
+fn verify_passes_a_whole_dataset_and_names_every_bad_frame_and_a_swapped_part() {
+    let dir = Dir::new();
+    let ds = dir.s("ckpt");
+    write_parts(&dir, &ds, 3);
+    ok(&run(&["dataset", "commit", &ds]));
+    let o = run(&["dataset", "verify", &ds]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("version 1: OK (3 parts"), "{out}");
+
+    // Damage the payloads of frames 0 and 2 of part r1, and put r0's bytes where r2 was.
+    let p0 = part(0).len() as u64;
+    let p1 = part(1).len() as u64;
+    let r1 = dir.path("ckpt.parts").join(format!("r1.at-{p0}.adz"));
+    let f = std::fs::File::open(&r1).unwrap();
+    let info = adz_core::FileInfo::read_seekable(std::io::BufReader::new(f), true).unwrap();
+    let frames = info.frame_list.unwrap();
+    assert!(frames.len() > 3);
+    let mut bytes = std::fs::read(&r1).unwrap();
+    for k in [0, 2] {
+        let mid = (frames[k].file_offset + frames[k + 1].file_offset) / 2;
+        bytes[mid as usize] ^= 0x55;
+    }
+    std::fs::write(&r1, bytes).unwrap();
+    let r0 = dir.path("ckpt.parts").join("r0.at-0.adz");
+    let r2 = dir.path("ckpt.parts").join(format!("r2.at-{}.adz", p0 + p1));
+    std::fs::copy(&r0, &r2).unwrap();
+
+    let e = fail(&run(&["dataset", "verify", &ds]));
+    let r1_name = format!("part ckpt.parts/r1.at-{p0}.adz");
+    let lines: Vec<&str> = e.lines().filter(|l| l.contains(&r1_name)).collect();
+    assert!(lines.iter().any(|l| l.contains("frame 0")), "{e}");
+    assert!(lines.iter().any(|l| l.contains("frame 2")), "{e}");
+    assert!(!lines.iter().any(|l| l.contains("frame 1 ")), "only the damaged frames: {e}");
+    assert!(
+        e.contains(&format!("r2.at-{}.adz", p0 + p1))
+            && e.contains("not the part the manifest committed"),
+        "{e}"
+    );
+    assert!(e.contains("DAMAGED: 1 of 3 parts are good"), "{e}");
 }

@@ -64,7 +64,7 @@ mod shadow;
 pub mod stream;
 mod summary;
 
-pub use dataset::{Dataset, DatasetError, DatasetReader, DatasetWriter};
+pub use dataset::{Dataset, DatasetError, DatasetReader, DatasetWriter, PartCheck};
 pub use error::{Error, PipelineError, Result};
 pub use frame_codec::{FrameDecoder, FrameEncoder};
 pub use info::FileInfo;

@@ -56,7 +56,7 @@ mod reader;
 mod writer;
 
 pub use self::commit::{Dataset, GcOptions, GcReport};
-pub use self::reader::DatasetReader;
+pub use self::reader::{DatasetReader, PartCheck};
 pub use self::writer::DatasetWriter;
 
 use std::collections::hash_map::RandomState;
