@@ -40,7 +40,10 @@
 //! other on one core. One controller per process and strategy (and link rate) learns across
 //! the chunks of all datasets: it decides each chunk's codec with `next_block` and learns from
 //! the filter's own CPU time per chunk with `record_block`, configured for one worker thread.
-//! There is no sink to measure, so the link rate in `cd_values` is the link.
+//! There is no sink to measure, so the link rate in `cd_values` is the link. The controller is
+//! told the write is serial (`ControllerConfig::serial`): a chunk costs its compression plus
+//! its write, `raw/S + stored/L`, so S1 minimises that sum rather than the pipeline's
+//! `max(raw/S, stored/L)`, and S2/S3 aim at the serial write's time (docs/decisions/0047).
 
 #[allow(unsafe_code)] // C callbacks over raw buffers; every unsafe block has a SAFETY note.
 mod ffi;
@@ -358,7 +361,9 @@ fn encode_adaptive(
     let (decision, keep) = {
         let mut all = lock_controllers();
         let ctl = all.entry(key.clone()).or_insert_with(|| {
-            Box::new(Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), 1)))
+            // One thread that compresses a chunk, then writes it: the serial objective.
+            let cfg = ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true);
+            Box::new(Controller::new(cfg))
         });
         (ctl.next_block(&ctx), ctl.keep_threshold())
     };
