@@ -320,8 +320,16 @@ thread_local! {
     static DECODER: RefCell<FrameDecoder> = RefCell::new(FrameDecoder::new());
 }
 
-/// Compress one chunk into `out` (cleared first): one frame per 64 MiB of raw data.
+/// Compress one chunk into `out` (cleared first): one frame per 64 MiB of raw data. What the
+/// filter does, one chunk at a time on the writing thread (adaptive: the serial objective).
 pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    encode_chunk_on(p, raw, out, 0)
+}
+
+/// [`encode_chunk`] for a writer that compresses chunks on `workers` threads while it writes
+/// earlier ones (`adz.hdf5.write_chunks`): adaptive chunks get the process's controller for
+/// that many workers, pipelined (0: the filter's serial one).
+pub fn encode_chunk_on(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize) -> Result<()> {
     out.clear();
     if raw.is_empty() || raw.len() as u64 > MAX_CHUNK {
         return Err(Error::Params(format!("a chunk of {} bytes", raw.len())));
@@ -337,7 +345,8 @@ pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
                     enc.encode(piece, offset, c, f, KEEP_RATIO, out)?;
                 }
                 Mode::Adaptive { strategy, link } => {
-                    encode_adaptive(&mut enc, strategy, link, filters, piece, offset, out)?
+                    let how = Adaptive { strategy, link, workers };
+                    encode_adaptive(&mut enc, how, filters, piece, offset, out)?
                 }
             }
         }
@@ -345,24 +354,42 @@ pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
     })
 }
 
-/// One frame with the codec the process's controller for (strategy, link) picks; the filter's
-/// CPU and wall time go back to it.
-fn encode_adaptive(
-    enc: &mut FrameEncoder,
+/// Which of the process's controllers decides an adaptive chunk.
+#[derive(Clone, Copy)]
+struct Adaptive {
     strategy: Strategy,
     link: f64,
+    /// Threads compressing while the writer writes (0: the filter, compress then write).
+    workers: usize,
+}
+
+/// One frame with the codec the process's controller for (strategy, link, workers) picks; the
+/// CPU and wall time of the compression go back to it.
+fn encode_adaptive(
+    enc: &mut FrameEncoder,
+    how: Adaptive,
     filters: Filters,
     piece: &[u8],
     offset: u64,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let key = format!("{strategy}@{link}");
+    let Adaptive { strategy, link, workers } = how;
+    let key = if workers == 0 {
+        format!("{strategy}@{link}")
+    } else {
+        format!("{strategy}@{link} on {workers} workers")
+    };
     let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class: 0 };
     let (decision, keep) = {
         let mut all = lock_controllers();
         let ctl = all.entry(key.clone()).or_insert_with(|| {
-            // One thread that compresses a chunk, then writes it: the serial objective.
-            let cfg = ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true);
+            // The filter is one thread that compresses a chunk, then writes it: the serial
+            // objective. Workers that compress while the writer writes are a pipeline.
+            let cfg = if workers == 0 {
+                ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true)
+            } else {
+                ControllerConfig::new(strategy, Link::Fixed(link), workers)
+            };
             Box::new(Controller::new(cfg))
         });
         (ctl.next_block(&ctx), ctl.keep_threshold())
