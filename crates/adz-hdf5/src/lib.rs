@@ -38,7 +38,8 @@
 //! HDF5 calls the filter one chunk at a time, from the thread that writes (H5Dwrite and
 //! H5Dclose/flush of the chunk cache), so the chunks of a dataset are compressed one after the
 //! other on one core. One controller per process and strategy (and link rate) learns across
-//! the chunks of all datasets: it decides each chunk's codec with `next_block` and learns from
+//! the chunks of all datasets, with one model per class of data (`classify`: the entropy of a
+//! sample of the chunk's bytes), as the pipeline's `ClassedController` keeps: it decides each chunk's codec with `next_block` and learns from
 //! the filter's own CPU time per chunk with `record_block`, configured for one worker thread.
 //! There is no sink to measure, so the link rate in `cd_values` is the link. The controller is
 //! told the write is serial (`ControllerConfig::serial`): a chunk costs its compression plus
@@ -55,7 +56,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use adz_core::control::{
-    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Link, Strategy,
+    classify, new_control, BlockContext, BlockMeasurement, Control, ControllerConfig, Link,
+    Strategy,
 };
 use adz_core::format::{
     CodecSpec, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
@@ -379,7 +381,10 @@ fn encode_adaptive(
     } else {
         format!("{strategy}@{link} on {workers} workers")
     };
-    let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class: 0 };
+    // Datasets of one file differ as much as a pipeline's blocks do (sequential ids store
+    // 1000:1, random momenta 1.07:1): one model per class of data, as the pipeline keeps.
+    let class = classify(piece);
+    let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class };
     let (decision, keep) = {
         let mut all = lock_controllers();
         let ctl = all.entry(key.clone()).or_insert_with(|| {
@@ -390,7 +395,7 @@ fn encode_adaptive(
             } else {
                 ControllerConfig::new(strategy, Link::Fixed(link), workers)
             };
-            Box::new(Controller::new(cfg))
+            new_control(cfg)
         });
         (ctl.next_block(&ctx), ctl.keep_threshold())
     };

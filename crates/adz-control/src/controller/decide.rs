@@ -389,9 +389,10 @@ impl Controller {
     /// `i` is rung `i + 1`): worker time (thread-seconds: CPU time times the usual wall/CPU
     /// ratio, as the model times blocks) and stored bytes. In probe mode the data is sent raw
     /// whatever the others do: one option, no time and every byte stored. None before anything
-    /// has been measured, or when the configured strategy is not S1.
+    /// has been measured, or when the configured strategy is not S1, or for a serial writer,
+    /// whose classes share no CPU with each other's link time (each minimises its own chunks').
     pub(crate) fn s1_costs(&self) -> Option<Vec<(f64, f64)>> {
-        if self.cfg.strategy != Strategy::Throughput {
+        if self.cfg.strategy != Strategy::Throughput || self.cfg.serial {
             return None;
         }
         if self.probe.is_some() {
