@@ -70,7 +70,9 @@ fn hdf5_encode_chunks<'py>(
         adz_hdf5::check_len(c.as_ref().len(), p.chunk_bytes)
             .map_err(|e| ConfigError::new_err(e.to_string()))?;
     }
-    let threads = threads.clamp(1, pinned.len().max(1));
+    // The controller is the one for `threads` workers, however few chunks this batch has.
+    let workers = threads.max(1);
+    let threads = workers.min(pinned.len().max(1));
     let out: Vec<Mutex<Option<adz_hdf5::Result<Vec<u8>>>>> =
         pinned.iter().map(|_| Mutex::new(None)).collect();
     py.allow_threads(|| {
@@ -81,7 +83,7 @@ fn hdf5_encode_chunks<'py>(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(raw) = pinned.get(i) else { break };
                     let mut buf = Vec::new();
-                    let r = adz_hdf5::encode_chunk_on(&p, raw.as_ref(), &mut buf, threads);
+                    let r = adz_hdf5::encode_chunk_on(&p, raw.as_ref(), &mut buf, workers);
                     *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r.map(|()| buf));
                 });
             }
