@@ -38,9 +38,14 @@
 //! HDF5 calls the filter one chunk at a time, from the thread that writes (H5Dwrite and
 //! H5Dclose/flush of the chunk cache), so the chunks of a dataset are compressed one after the
 //! other on one core. One controller per process and strategy (and link rate) learns across
-//! the chunks of all datasets: it decides each chunk's codec with `next_block` and learns from
-//! the filter's own CPU time per chunk with `record_block`, configured for one worker thread.
-//! There is no sink to measure, so the link rate in `cd_values` is the link.
+//! the chunks of all datasets, with one model per class of data (the entropy of a sample of
+//! what the codec sees), as the pipeline's `ClassedController` keeps. It decides each chunk's
+//! codec with `next_block` and learns from the filter's own CPU time per chunk with
+//! `record_block`, configured for one worker thread.
+//! There is no sink to measure, so the link rate in `cd_values` is the link. The controller is
+//! told the write is serial (`ControllerConfig::serial`): a chunk costs its compression plus
+//! its write, `raw/S + stored/L`, so S1 minimises that sum rather than the pipeline's
+//! `max(raw/S, stored/L)`, and S2/S3 aim at the serial write's time (docs/decisions/0047).
 
 #[allow(unsafe_code)] // C callbacks over raw buffers; every unsafe block has a SAFETY note.
 mod ffi;
@@ -52,10 +57,11 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use adz_core::control::{
-    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Link, Strategy,
+    classify, entropy, new_control, BlockContext, BlockMeasurement, Control, ControllerConfig,
+    Link, Strategy,
 };
 use adz_core::format::{
-    CodecSpec, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
+    CodecSpec, FilterId, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
 };
 use adz_core::{FrameDecoder, FrameEncoder};
 
@@ -317,8 +323,16 @@ thread_local! {
     static DECODER: RefCell<FrameDecoder> = RefCell::new(FrameDecoder::new());
 }
 
-/// Compress one chunk into `out` (cleared first): one frame per 64 MiB of raw data.
+/// Compress one chunk into `out` (cleared first): one frame per 64 MiB of raw data. What the
+/// filter does, one chunk at a time on the writing thread (adaptive: the serial objective).
 pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    encode_chunk_on(p, raw, out, 0)
+}
+
+/// [`encode_chunk`] for a writer that compresses chunks on `workers` threads while it writes
+/// earlier ones (`adz.hdf5.write_chunks`): adaptive chunks get the process's controller for
+/// that many workers, pipelined (0: the filter's serial one).
+pub fn encode_chunk_on(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize) -> Result<()> {
     out.clear();
     if raw.is_empty() || raw.len() as u64 > MAX_CHUNK {
         return Err(Error::Params(format!("a chunk of {} bytes", raw.len())));
@@ -334,7 +348,8 @@ pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
                     enc.encode(piece, offset, c, f, KEEP_RATIO, out)?;
                 }
                 Mode::Adaptive { strategy, link } => {
-                    encode_adaptive(&mut enc, strategy, link, filters, piece, offset, out)?
+                    let how = Adaptive { strategy, link, workers };
+                    encode_adaptive(&mut enc, how, filters, piece, offset, out)?
                 }
             }
         }
@@ -342,23 +357,46 @@ pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
     })
 }
 
-/// One frame with the codec the process's controller for (strategy, link) picks; the filter's
-/// CPU and wall time go back to it.
-fn encode_adaptive(
-    enc: &mut FrameEncoder,
+/// Which of the process's controllers decides an adaptive chunk.
+#[derive(Clone, Copy)]
+struct Adaptive {
     strategy: Strategy,
     link: f64,
+    /// Threads compressing while the writer writes (0: the filter, compress then write).
+    workers: usize,
+}
+
+/// One frame with the codec the process's controller for (strategy, link, workers) picks; the
+/// CPU and wall time of the compression go back to it.
+fn encode_adaptive(
+    enc: &mut FrameEncoder,
+    how: Adaptive,
     filters: Filters,
     piece: &[u8],
     offset: u64,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let key = format!("{strategy}@{link}");
-    let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class: 0 };
+    let Adaptive { strategy, link, workers } = how;
+    let key = if workers == 0 {
+        format!("{strategy}@{link}")
+    } else {
+        format!("{strategy}@{link} on {workers} workers")
+    };
+    // Datasets of one file differ as much as a pipeline's blocks do (sequential ids store
+    // 1000:1, random momenta 1.07:1): one model per class of data, as the pipeline keeps.
+    let class = chunk_class(piece, filters);
+    let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class };
     let (decision, keep) = {
         let mut all = lock_controllers();
         let ctl = all.entry(key.clone()).or_insert_with(|| {
-            Box::new(Controller::new(ControllerConfig::new(strategy, Link::Fixed(link), 1)))
+            // The filter is one thread that compresses a chunk, then writes it: the serial
+            // objective. Workers that compress while the writer writes are a pipeline.
+            let cfg = if workers == 0 {
+                ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true)
+            } else {
+                ControllerConfig::new(strategy, Link::Fixed(link), workers)
+            };
+            new_control(cfg)
         });
         (ctl.next_block(&ctx), ctl.keep_threshold())
     };
@@ -382,6 +420,42 @@ fn encode_adaptive(
         }
     }
     Ok(())
+}
+
+/// Entropy bounds (bits per byte) between classes 1|2, 2|3 and 3|4, as adz-control's
+/// `classify` draws them.
+const CLASS_BOUNDS: [f64; 3] = [3.0, 6.0, 7.8];
+/// Elements per sample window, and windows, of [`chunk_class`]'s look at a shuffled chunk.
+const CLASS_WINDOW: usize = 64;
+const CLASS_WINDOWS: usize = 16;
+
+/// The class of a chunk (1 sparse ..= 4 random-looking) by the entropy of what the codec will
+/// see. Unshuffled, `classify` of its bytes. Shuffled by element size, the mean entropy of the
+/// byte planes over a sample of elements: a smooth float grid (planes of 0, 2, 7 and 8 bits:
+/// 3.7:1 with lz4) and random floats (2, 7, 8, 8 bits: 1.07:1) look alike byte by byte but
+/// not plane by plane.
+fn chunk_class(piece: &[u8], filters: Filters) -> u8 {
+    let elem = match filters.iter().next() {
+        Some(f) if f.id() == FilterId::Shuffle => usize::from(f.param()),
+        _ => 0,
+    };
+    let n = piece.len().checked_div(elem).unwrap_or(0);
+    if elem < 2 || n < CLASS_WINDOW * CLASS_WINDOWS {
+        return classify(piece);
+    }
+    let stride = (n - CLASS_WINDOW) / (CLASS_WINDOWS - 1);
+    let mut plane = Vec::with_capacity(CLASS_WINDOW * CLASS_WINDOWS);
+    let mut sum = 0.0;
+    for j in 0..elem {
+        plane.clear();
+        for w in 0..CLASS_WINDOWS {
+            let first = w * stride;
+            plane.extend((first..first + CLASS_WINDOW).map(|i| piece[i * elem + j]));
+        }
+        sum += entropy(&plane);
+    }
+    let h = sum / elem as f64;
+    1 + CLASS_BOUNDS.iter().filter(|&&b| h >= b).count() as u8
 }
 
 /// One controller per process for each adaptive (strategy, link): they learn across the

@@ -124,3 +124,84 @@ fn hdf5_core_libraries_are_told_from_others() {
         assert!(!h5::is_hdf5_library(name.as_bytes()), "{name}");
     }
 }
+
+#[test]
+fn adaptive_chunks_of_another_kind_keep_their_own_model() {
+    // A file's datasets differ: sequential int64 ids store ~1000:1, random numbers ~1.07:1
+    // (not worth compressing through 1GbE on one core). Ids after random numbers must still
+    // be compressed: with one model for ids, smooth floats and random numbers (VPIC's ids,
+    // fields and momenta), the ids went raw.
+    let chunk = 1 << 20;
+    let ids: Vec<u8> = (0..chunk as u64 / 8).flat_map(|i| i.to_le_bytes()).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<u8> = (0..chunk / 4)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Two bits of 32 constant: shuffled, about 1.07:1.
+            (x as u32 & 0x3FFF_FFFF).to_le_bytes()
+        })
+        .collect();
+    // A link rate no other test uses: this test's own controller.
+    let mode = Mode::Adaptive { strategy: Strategy::Throughput, link: 117_003e3 };
+    let p8 = Params { mode, elem_size: 8, type_class: 1, chunk_bytes: chunk, ..Default::default() };
+    let p4 = Params { elem_size: 4, ..p8 };
+    let mut out = Vec::new();
+    let mut stored = |p: &Params, raw: &[u8]| {
+        encode_chunk(p, raw, &mut out).unwrap();
+        assert_eq!(decode_chunk(&out, chunk).unwrap(), raw);
+        out.len()
+    };
+    let smooth = floats(chunk as usize / 4);
+    for _ in 0..8 {
+        stored(&p8, &ids);
+    }
+    for _ in 0..24 {
+        stored(&p4, &smooth);
+    }
+    let r: Vec<usize> = (0..24).map(|_| stored(&p4, &random)).collect();
+    assert!(r[8..].iter().filter(|&&n| n > chunk as usize).count() >= 12, "random: {r:?}");
+    let again: Vec<usize> = (0..8).map(|_| stored(&p8, &ids)).collect();
+    assert!(again.iter().all(|&n| n < chunk as usize / 20), "ids stored as {again:?}");
+}
+
+#[test]
+fn a_smooth_grid_is_not_the_class_of_random_data() {
+    // Byte by byte a smooth float grid (a latitude field) and random data look alike; their
+    // shuffled planes do not. Grids after random data, through 1GbE on one core, must be
+    // compressed (lz4 stores them 3-4:1), not sent raw on the random data's model.
+    let chunk = 1u32 << 20;
+    let n = chunk as usize / 4;
+    let grid: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            (-80.0 + 160.0 * (i / 360) as f32 / 730.0 + (i % 360) as f32 * 1e-4).to_le_bytes()
+        })
+        .collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    // Random bytes of 200 values: order-0 entropy 7.6 bits, the grid's class byte by byte,
+    // and about 1.05:1 (not worth compressing through 1GbE on one core).
+    let random: Vec<u8> = (0..chunk as usize)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 200) as u8
+        })
+        .collect();
+    let shuffled = FilterSpec::shuffle(4).and_then(|s| Filters::new(&[s])).unwrap();
+    assert_eq!(classify(&grid), classify(&random));
+    assert_ne!(chunk_class(&grid, shuffled), chunk_class(&random, shuffled));
+    let mode = Mode::Adaptive { strategy: Strategy::Throughput, link: 117_005e3 };
+    let p = Params { mode, elem_size: 4, type_class: 2, chunk_bytes: chunk, ..Default::default() };
+    let mut out = Vec::new();
+    let mut stored = |raw: &[u8]| {
+        encode_chunk(&p, raw, &mut out).unwrap();
+        assert_eq!(decode_chunk(&out, chunk).unwrap(), raw);
+        out.len()
+    };
+    let r: Vec<usize> = (0..24).map(|_| stored(&random)).collect();
+    assert!(r[8..].iter().filter(|&&s| s > chunk as usize).count() >= 12, "random: {r:?}");
+    let g: Vec<usize> = (0..8).map(|_| stored(&grid)).collect();
+    assert!(g.iter().all(|&s| s < chunk as usize / 2), "grid stored as {g:?}");
+}

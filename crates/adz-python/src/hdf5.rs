@@ -2,9 +2,13 @@
 //! to it and registers the filter class whose address this module gives.
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
+use crate::buffer::Pinned;
 use crate::{ConfigError, CorruptData};
 
 /// Take HDF5's functions from the library at `path` and its dependencies (h5py's `h5z`
@@ -49,6 +53,51 @@ fn hdf5_last_error() -> String {
     adz_hdf5::last_error()
 }
 
+/// Compress whole chunks as the filter would, on `threads` threads (the GIL released), for
+/// `H5Dwrite_chunk`: `cd` is the dataset's `cd_values` after `set_local`, each of `chunks` a
+/// full chunk's bytes. Adaptive chunks are decided by the process's controller for that many
+/// workers, a pipeline (the writer writes while the next chunks compress).
+#[pyfunction]
+fn hdf5_encode_chunks<'py>(
+    py: Python<'py>,
+    cd: Vec<u32>,
+    chunks: Vec<Bound<'py, PyAny>>,
+    threads: usize,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let p = adz_hdf5::Params::from_cd(&cd).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let pinned = chunks.iter().map(Pinned::new).collect::<PyResult<Vec<_>>>()?;
+    for c in &pinned {
+        adz_hdf5::check_len(c.as_ref().len(), p.chunk_bytes)
+            .map_err(|e| ConfigError::new_err(e.to_string()))?;
+    }
+    // The controller is the one for `threads` workers, however few chunks this batch has.
+    let workers = threads.max(1);
+    let threads = workers.min(pinned.len().max(1));
+    let out: Vec<Mutex<Option<adz_hdf5::Result<Vec<u8>>>>> =
+        pinned.iter().map(|_| Mutex::new(None)).collect();
+    py.allow_threads(|| {
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(raw) = pinned.get(i) else { break };
+                    let mut buf = Vec::new();
+                    let r = adz_hdf5::encode_chunk_on(&p, raw.as_ref(), &mut buf, workers);
+                    *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r.map(|()| buf));
+                });
+            }
+        });
+    });
+    out.into_iter()
+        .map(|slot| match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(buf)) => Ok(PyBytes::new(py, &buf)),
+            Some(Err(e)) => Err(ConfigError::new_err(e.to_string())),
+            None => Err(ConfigError::new_err("a chunk was not compressed")),
+        })
+        .collect()
+}
+
 /// Add the HDF5 functions and the filter id to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("HDF5_FILTER_ID", adz_hdf5::FILTER_ID)?;
@@ -58,5 +107,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hdf5_describe_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5_controller_status, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5_last_error, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_encode_chunks, m)?)?;
     Ok(())
 }

@@ -81,6 +81,13 @@ pub struct ControllerConfig {
     /// Shadow compression ([`Decision::shadow`](crate::Decision::shadow)) may cost at most this
     /// share of the CPU the blocks' own compression took; 0 turns it off. Default 0.03.
     pub shadow_share: f64,
+    /// Compression and the link work one after the other on one thread, as in an HDF5 filter
+    /// (compress a chunk, then write it): a byte costs `1/S + 1/(L f)`, not the pipeline's
+    /// `max(1/(N S), 1/(L f))`. S1 then maximises `1 / (1/S + 1/(L f))`, and S2/S3 aim at the
+    /// compression speed that makes the serial write take the raw write's time (× F); see
+    /// [`ControllerConfig::write_speed`] and [`ControllerConfig::target_speed`]. Default false
+    /// (the pipeline; docs/decisions/0047).
+    pub serial: bool,
 }
 
 impl ControllerConfig {
@@ -113,7 +120,74 @@ impl ControllerConfig {
             schedule_blocks: 8.0,
             cpus: 0,
             shadow_share: SHADOW_SHARE,
+            serial: false,
         }
+    }
+
+    /// The same configuration for a serial writer (see [`ControllerConfig::serial`]).
+    pub fn with_serial(mut self, serial: bool) -> Self {
+        self.serial = serial;
+        self
+    }
+
+    /// The predicted write speed, raw bytes/s, of compressing at `compress` raw bytes/s (all
+    /// workers) and sending `1/ratio` of it through a link of `link` bytes/s: the slower of the
+    /// two in a pipeline, `min(S, L f)`; one after the other when serial, `1 / (1/S + 1/(L f))`.
+    pub fn write_speed(&self, compress: f64, link: f64, ratio: f64) -> f64 {
+        let sent = link * ratio;
+        if self.serial {
+            1.0 / (1.0 / compress + 1.0 / sent)
+        } else {
+            compress.min(sent)
+        }
+    }
+
+    /// The aggregate compression speed `strategy` aims at ([`Strategy::target_speed`] in a
+    /// pipeline). Serial, a byte costs `1/S + 1/(L f)` against the raw write's `1/L`: S2/S3
+    /// give it `F/L`, so `S = L / (F - 1/f)`; S1's target is S2's, the speed at which
+    /// compressing stops paying for itself (below it raw writes faster). Infinite when even
+    /// infinitely fast compression cannot meet it (ratio 1).
+    pub fn target_speed(&self, strategy: Strategy, link: f64, ratio: f64) -> f64 {
+        if !self.serial {
+            return strategy.target_speed(link, ratio);
+        }
+        let f = match strategy {
+            Strategy::Throughput => 1.0,
+            other => match other.slowdown() {
+                Some(f) => f,
+                None => return 0.0,
+            },
+        };
+        let spare = f - 1.0 / ratio.max(1.0);
+        if spare > 0.0 {
+            link / spare
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Serial only: the share of a mix's blocks to compress at aggregate speed `s` with ratio
+    /// `f`, raw blocks costing `1/r` each, as `(numerator, denominator)`. A share `p` costs
+    /// `p (1/S + 1/(L f)) + (1 - p)(1/r + 1/L)` per byte: linear in `p`, so S1's best is all
+    /// or nothing, and a mix (no rung beats raw) is raw but for [`SERIAL_SAMPLE`] of the
+    /// blocks (all of them until a speed is `measured`: the start's guess is pessimistic, and
+    /// raw blocks measure nothing). S2/S3 spend `F/L`:
+    /// `p = ((F - 1)/L - 1/r) / (1/S - 1/r - (1 - 1/f)/L)`. None in a pipeline.
+    pub(super) fn serial_mix_share(
+        &self,
+        strategy: Strategy,
+        link: f64,
+        (s, r, f): (f64, f64, f64),
+        measured: bool,
+    ) -> Option<(f64, f64)> {
+        if !self.serial {
+            return None;
+        }
+        let slow = match strategy {
+            Strategy::Throughput => return Some((if measured { SERIAL_SAMPLE } else { 1.0 }, 1.0)),
+            other => other.slowdown().unwrap_or(1.0),
+        };
+        Some(((slow - 1.0) / link - 1.0 / r, 1.0 / s - 1.0 / r - (1.0 - 1.0 / f) / link))
     }
 
     /// The same configuration starting at `start`.
@@ -140,6 +214,10 @@ impl ControllerConfig {
         self
     }
 }
+
+/// A serial S1 write that finds raw fastest still compresses this share of its blocks (1 in
+/// 64), so that it goes on measuring the data and notices when compressing pays again.
+pub const SERIAL_SAMPLE: f64 = 1.0 / 64.0;
 
 /// Prediction of the reference table when nothing has been measured: assume the machine is
 /// half as fast as the reference, because starting too slow costs time and starting too fast

@@ -153,7 +153,7 @@ impl Controller {
             }
             None => self.threads * self.model.speed(rung, now),
         };
-        compress.min(link * self.model.ratio(rung, now))
+        self.cfg.write_speed(compress, link, self.model.ratio(rung, now))
     }
 
     /// S1's choice among rungs `1..end`: of the rungs predicted to write within the margin of
@@ -389,9 +389,10 @@ impl Controller {
     /// `i` is rung `i + 1`): worker time (thread-seconds: CPU time times the usual wall/CPU
     /// ratio, as the model times blocks) and stored bytes. In probe mode the data is sent raw
     /// whatever the others do: one option, no time and every byte stored. None before anything
-    /// has been measured, or when the configured strategy is not S1.
+    /// has been measured, or when the configured strategy is not S1, or for a serial writer,
+    /// whose classes share no CPU with each other's link time (each minimises its own chunks').
     pub(crate) fn s1_costs(&self) -> Option<Vec<(f64, f64)>> {
-        if self.cfg.strategy != Strategy::Throughput {
+        if self.cfg.strategy != Strategy::Throughput || self.cfg.serial {
             return None;
         }
         if self.probe.is_some() {
@@ -457,7 +458,7 @@ impl Controller {
                     let aim = if lane.strategy == self.cfg.strategy {
                         aim
                     } else {
-                        lane.strategy.target_speed(link, ratio)
+                        self.cfg.target_speed(lane.strategy, link, ratio)
                     };
                     agg / aim > threshold
                 };
@@ -589,9 +590,12 @@ impl View<'_> {
             from.and_then(|r| self.last_ok_from(r, threshold))
                 .map(|r| r.min(lane.rung + self.c.cfg.max_climb.max(1)))
         };
-        // Unless nothing is compressed to measure (all raw) or nothing was ever measured.
-        let confirmed =
-            lane.fresh >= self.confirm() || lane.mix_fraction <= 0.0 || !self.c.model.has_speed();
+        // Unless nothing is compressed to measure (all raw) or nothing was ever measured, or
+        // a serial writer's mix, which measures a block in SERIAL_SAMPLE (the next chunk checks).
+        let confirmed = lane.fresh >= self.confirm()
+            || lane.mix_fraction <= 0.0
+            || !self.c.model.has_speed()
+            || self.c.cfg.serial;
         if let (Some(r), true) = (any_ok, confirmed) {
             return Some(Move::to(r, Some(Reason::Headroom)));
         }
@@ -617,8 +621,8 @@ impl View<'_> {
         // A rung never measured, within a climb, is tried if its prediction with the shape's
         // typical error in its favour would count as fast as the best.
         let explore = (cur + 1..=top).find(|&r| {
-            let optimistic =
-                (self.c.threads * self.speed(r) / (1.0 - EXPLORE)).min(self.link * self.ratio(r));
+            let fast = self.c.threads * self.speed(r) / (1.0 - EXPLORE);
+            let optimistic = self.c.cfg.write_speed(fast, self.link, self.ratio(r));
             !self.measured(r)
                 && self.ratio(r) > self.ratio(cur) * (1.0 + RATIO_TIE)
                 && optimistic * margin >= best

@@ -94,7 +94,9 @@ impl Controller {
             _ => r,
         };
         let f = self.model.ratio(m, now);
+        let serial = self.cfg.serial_mix_share(strategy, link, (s, r, f), self.model.has_speed());
         let (num, den) = match (strategy, self.cpu_path_cost()) {
+            _ if serial.is_some() => serial.unwrap_or_default(),
             (Strategy::Throughput, Some(c)) => self.s1_cpu_share(link, c, m),
             (Strategy::Throughput, None) => {
                 (1.0 / link - 1.0 / r, 1.0 / s - 1.0 / r + (1.0 - 1.0 / f) / link)

@@ -377,8 +377,11 @@ impl Controller {
                     Mode::Adapt
                 };
                 if let Some(l) = link {
-                    status.target =
-                        Some(strategy.target_speed(l, self.model.ratio(lane.rung, self.clock)));
+                    status.target = Some(self.cfg.target_speed(
+                        strategy,
+                        l,
+                        self.model.ratio(lane.rung, self.clock),
+                    ));
                 }
                 Ok(lane.rung)
             }

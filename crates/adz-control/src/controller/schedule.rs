@@ -61,7 +61,7 @@ impl Controller {
     /// lane to a faster rung at once, and a start far too slow would otherwise send it far
     /// past the rung the measurements point to.
     pub(super) fn aim(&self, strategy: Strategy, link: f64, ratio: f64) -> f64 {
-        let t = strategy.target_speed(link, ratio);
+        let t = self.cfg.target_speed(strategy, link, ratio);
         if strategy != self.cfg.strategy || !self.scheduled() || t.is_nan() || t <= 0.0 {
             return t;
         }
