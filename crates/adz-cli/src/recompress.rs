@@ -347,7 +347,7 @@ fn print(
             println!("{}: already at {} (skipped)", r.name, r.target);
         } else {
             println!(
-                "{}: {} -> {} bytes{}, {} of {} frames re-encoded to {}, {:.2} CPU s",
+                "{}: {} -> {} bytes{}, {} of {} frames re-encoded to {}{}, {:.2} CPU s",
                 r.name,
                 r.bytes_before,
                 r.bytes_after,
@@ -355,6 +355,11 @@ fn print(
                 r.recoded,
                 r.frames,
                 r.target,
+                if r.probed > 0 {
+                    format!(" ({} raw frames found incompressible by a zstd:1 probe)", r.probed)
+                } else {
+                    String::new()
+                },
                 r.cpu_seconds
             );
         }

@@ -115,6 +115,32 @@ fn dense_and_incompressible_frames_are_copied_byte_for_byte() {
     }
     assert_eq!((r.recoded, r.copied, r.frames), (2, 3, 5));
     assert_eq!(r.decoded, 2, "only the frames below the target are decoded");
+    assert_eq!(r.probed, 0, "the text sent raw compresses");
+}
+
+#[test]
+fn noise_sent_raw_by_choice_is_probed_and_copied_without_the_targets_attempt() {
+    // An S1 write sends incompressible stretches raw by choice (probe mode: codec none). A
+    // zstd:1 probe finds them incompressible, so xz:9 is never run on them: copied as they
+    // were. Text sent raw by choice is re-encoded.
+    let t = text(300_000, 3);
+    let noise = generate(Kind::Random, 300_000, 3);
+    let old = build(&[(&noise, "none"), (&t, "none"), (&noise, "none"), (&t, "lz4:1")]);
+    let before = frames(&old);
+    let (store, mem) = memory("n.adz", &old);
+    let r =
+        recompress::recompress(&store, "n.adz", &RecompressOptions::archive(), &|_| {}).unwrap();
+    let new = mem.get("n.adz").unwrap();
+    let after = frames(&new);
+    assert_eq!(decode(&new), decode(&old));
+    for i in [0, 2] {
+        assert_eq!(after[i].1, before[i].1, "noise frame {i} must be copied as it was");
+    }
+    assert_eq!((r.recoded, r.probed, r.decoded, r.copied), (2, 2, 4, 2));
+    // The estimate sees the same.
+    let (store, _) = memory("n.adz", &old);
+    let e = recompress::estimate(&store, "n.adz", &RecompressOptions::archive(), u64::MAX).unwrap();
+    assert_eq!((e.recoded, e.probed), (2, 2));
 }
 
 #[test]
