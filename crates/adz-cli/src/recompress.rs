@@ -22,7 +22,8 @@ use crate::{progress, remote};
 pub const AFTER_HELP: &str = "\
 Frames below the target rung are decoded, re-encoded, decoded again to verify, and kept if
 smaller; frames at or past it, and frames stored raw because their codec could not shrink
-them, are copied without decoding. Each file is written to .NAME.adz-incomplete-PID-N beside
+them, are copied without decoding. Frames sent raw by choice (codec none) are first tried
+with zstd:1 and copied if that cannot save 3 %. Each file is written to .NAME.adz-incomplete-PID-N beside
 it, fsynced, and renamed over it: killed at any moment, a file is either the old one or the
 new one, complete. Ctrl-C removes the temporary. The new file keeps the old one's mode (and
 owner, as root); an object is replaced by a multipart upload completed under its key. A
