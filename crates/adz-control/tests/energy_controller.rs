@@ -149,3 +149,14 @@ fn a_fast_link_mixes_when_no_rung_keeps_within_the_bound() {
     let took = rep.blocks[299].write_end - rep.blocks[99].write_end;
     assert!(took <= raw_time * 2.0 * 1.1, "took {took:.3} s, raw {raw_time:.3} s");
 }
+
+#[test]
+fn the_bound_counts_from_the_raw_write_the_cpus_allow() {
+    // A 6000 MB/s link that the pipeline cannot fill even with raw blocks (it moves them at
+    // 1 GB/s): the raw write takes the raw path's time, and twice that leaves room to compress
+    // every block (lz4 at 2.6 GB/s on two workers). Reckoned from the link instead, the bound
+    // would send most blocks raw and store more, for a write no faster.
+    let (compressed, time) = cpu_bound_fast_link(energy(1e6, 2.0), 200, 1e9);
+    assert!(compressed >= 180, "{compressed} of 200 compressed");
+    assert!(time <= 2.0, "{time:.2} x the raw write");
+}

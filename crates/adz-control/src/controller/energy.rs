@@ -41,6 +41,14 @@ impl Controller {
         cost.joules_per_byte(cpu, stored)
     }
 
+    /// The speed the bound is reckoned from: the raw write's, through the link or the
+    /// pipeline's raw path, whichever is slower. Where the CPUs cannot even move raw data as
+    /// fast as the link, the raw write takes the raw path's time, and a bound on the link's
+    /// would send everything raw without making the write any faster.
+    pub(super) fn energy_link(&self, link: f64) -> f64 {
+        self.raw_path_speed().filter(|&r| r.is_finite() && r > 0.0).map_or(link, |r| r.min(link))
+    }
+
     /// Every choice and its predicted energy: raw, each rung predicted fast enough for the
     /// bound, and a mix at each rung that is not.
     pub(super) fn energy_choices(
@@ -49,6 +57,7 @@ impl Controller {
         cost: EnergyCost,
         link: f64,
     ) -> Vec<EnergyChoice> {
+        let link = self.energy_link(link);
         let raw = cost.joules_per_byte(0.0, 1.0);
         let mut out = vec![EnergyChoice { rung: 0, share: 0.0, joules: raw }];
         for r in 1..self.cfg.ladder.len() {
