@@ -3,10 +3,13 @@
 //! A frame is re-encoded only if its rung is below the target rung on the standard ladder
 //! and it was compressed, or sent raw by choice (codec `none`); a frame stored raw because
 //! its codec could not shrink it, or already at or past the target, is copied as it is,
-//! after its payload checksum is checked, without decoding. A frame sent raw by choice is
-//! first tried with zstd:1, as the controller's probes do: if that cannot save 3 % the data
-//! is taken as incompressible and the frame copied, without the target's far dearer attempt
-//! (an S1 write's random stretches are such frames). A re-encoded frame is kept only
+//! after its payload checksum is checked, without decoding. A frame stored raw without an
+//! entropy coder having tried it (sent raw by choice, codec `none`; or by LZ4 or zstd's
+//! negative levels, which leave literals as they are) is first tried with zstd:1, as the
+//! controller's probes do: if that cannot save 3 % the data is taken as incompressible and
+//! the frame kept raw, marked as stored raw by zstd:1 so that a rerun copies it, without the
+//! target's far dearer attempt (an S1 write's random stretches are such frames). A re-encoded
+//! frame is kept only
 //! if it is smaller, and only after it has been decoded again and its raw checksum matched.
 //! The new file is written through [`Storage::create`] (a temporary file renamed over the old
 //! one on commit, or an object committed over the old), so the old file stays whole until
@@ -35,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use adz_control::Ladder;
+use adz_control::{entropy_coded, Ladder};
 use adz_format::{
     CodecId, CodecSpec, FileHeader, FrameHeader, IndexEntry, TrailerBuilder, FILE_HEADER_LEN,
     FRAME_HEADER_LEN,
@@ -147,8 +150,9 @@ pub struct RecompressReport {
     /// Frames decoded to be re-encoded (kept or not); the others were copied without being
     /// decoded.
     pub decoded: u64,
-    /// Frames sent raw by choice (codec `none`) that a zstd:1 probe could not shrink by 3 %:
-    /// copied without an attempt at the target (counted in `decoded` and `copied` too).
+    /// Frames stored raw without an entropy coder's attempt (codec `none`, LZ4, zstd's negative
+    /// levels) that a zstd:1 probe could not shrink by 3 %: kept raw without an attempt at the
+    /// target, marked as stored raw by zstd:1 (counted in `decoded` and `copied` too).
     pub probed: u64,
     /// Raw bytes of the file.
     pub raw_bytes: u64,
@@ -197,14 +201,14 @@ pub fn rung_rank(spec: CodecSpec) -> usize {
 }
 
 /// True if the frame an index entry describes would be copied to `target` as it is: stored
-/// raw by a codec that could not shrink it, at or past the target, or of a codec this build
-/// does not know (it cannot be decoded here).
+/// raw by an entropy coder that could not shrink it (zstd:1 and up, xz), at or past the
+/// target, or of a codec this build does not know (it cannot be decoded here). A frame that
+/// LZ4 or zstd's negative levels stored raw is not done: they store literals as they are, and
+/// data they cannot shrink (pixels, floats) often compresses with an entropy coder.
 pub fn frame_done(e: &IndexEntry, target: CodecSpec) -> bool {
     let Some(id) = CodecId::from_u8(e.codec_id) else { return true };
-    if e.stored_raw() && id != CodecId::None {
-        return true;
-    }
     match CodecSpec::new(id, e.codec_param) {
+        Ok(spec) if e.stored_raw() && entropy_coded(spec) => true,
         Ok(spec) => spec.id() != CodecId::None && rung_rank(spec) >= rung_rank(target),
         Err(_) => true,
     }
@@ -328,7 +332,7 @@ impl Worker {
         self.raw.resize(h.raw_len as usize, 0);
         self.dec.decode(&h, &payload, seq, offset, &mut self.raw).map_err(damaged)?;
         let filters = h.filters().map_err(|e| damaged(e.into()))?;
-        if h.codec_id == CodecId::None.as_u8() {
+        if h.stored_raw() {
             let probe =
                 CodecSpec::new(CodecId::Zstd, PROBE_LEVEL).map_err(|e| damaged(e.into()))?;
             self.probe.clear();
@@ -337,6 +341,23 @@ impl Worker {
                 .encode(&self.raw, h.raw_offset, probe, filters, PROBE_KEEP, &mut self.probe)
                 .map_err(damaged)?;
             if p.stored_raw() {
+                // Incompressible. Without filters the probe's frame is the old payload under
+                // a header saying zstd:1 stored it raw, which a rerun copies; with filters the
+                // old frame is kept as it was.
+                let same = filters.is_empty()
+                    && p.raw_checksum == h.raw_checksum
+                    && self.probe.get(FRAME_HEADER_LEN..) == Some(&payload[..]);
+                if same {
+                    let bytes = std::mem::take(&mut self.probe);
+                    return Ok(Done {
+                        seq,
+                        header: p,
+                        bytes,
+                        recoded: false,
+                        decoded: true,
+                        probed: true,
+                    });
+                }
                 return Ok(Done { decoded: true, probed: true, ..copy(payload) });
             }
         }
