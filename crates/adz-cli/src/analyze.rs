@@ -38,8 +38,9 @@ pub struct AnalyzeArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also draw the report as an SVG: compressibility per rung, dedup ratio per chunk size.
-    #[arg(long, value_name = "FILE.svg")]
+    /// Also draw the report as a chart: compressibility per rung, dedup ratio per chunk size.
+    /// A PNG image if FILE ends in .png, else an SVG.
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     plot: Option<std::path::PathBuf>,
 }
 
@@ -73,7 +74,7 @@ pub fn run(a: AnalyzeArgs) -> Result<ExitCode> {
     }
     let r = an.report();
     if let Some(path) = &a.plot {
-        plot::svg(&r, path).with_context(|| format!("cannot draw {}", path.display()))?;
+        plot::draw(&r, path).with_context(|| format!("cannot draw {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -170,7 +171,7 @@ impl Seek for ObjectFile {
     }
 }
 
-/// `--plot`: the report as an SVG chart (plotters), two panels side by side.
+/// `--plot`: the report as an SVG or PNG chart (plotters), two panels side by side.
 mod plot {
     use std::path::Path;
     use std::sync::Once;
@@ -195,8 +196,12 @@ mod plot {
         anyhow!("plotting failed: {e:?}")
     }
 
-    /// Draw `r` into `path`: ratio per rung (left), dedup ratio per chunk size (right).
-    pub fn svg(r: &AnalyzeReport, path: &Path) -> Result<()> {
+    /// The chart's size, pixels.
+    pub const SIZE: (u32, u32) = (1200, 500);
+
+    /// Draw `r` into `path`, a PNG if its name ends in `.png` (any case), else an SVG: ratio
+    /// per rung (left), dedup ratio per chunk size (right).
+    pub fn draw(r: &AnalyzeReport, path: &Path) -> Result<()> {
         REGISTER.call_once(|| {
             // A fixed, valid TTF: a failure shows as an error when text is drawn.
             let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
@@ -204,7 +209,21 @@ mod plot {
         if r.rungs.is_empty() && r.dedup.is_empty() {
             bail!("nothing to plot (no data)");
         }
-        let root = SVGBackend::new(path, (1200, 500)).into_drawing_area();
+        let png = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
+        if png {
+            panels(r, BitMapBackend::new(path, SIZE).into_drawing_area())
+        } else {
+            panels(r, SVGBackend::new(path, SIZE).into_drawing_area())
+        }
+    }
+
+    fn panels<DB: DrawingBackend>(
+        r: &AnalyzeReport,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
         root.fill(&WHITE).map_err(err)?;
         let (left, right) = root.split_horizontally(600);
         rungs(r, &left)?;

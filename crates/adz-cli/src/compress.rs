@@ -14,7 +14,7 @@ use clap::Args;
 
 use crate::io::Input;
 use crate::sizing::FrameSize;
-use crate::{io, note, parse_hint, parse_link, predict, progress, sizing, CommonOut};
+use crate::{energy, io, note, parse_hint, parse_link, predict, progress, sizing, CommonOut};
 
 #[derive(Args)]
 pub(crate) struct CompressArgs {
@@ -29,6 +29,8 @@ pub(crate) struct CompressArgs {
     ///   prolong=F    (S3) compress at link/F: more ratio, the write takes at most F times as long
     ///   archive      the best ratio, whatever the time
     ///   static=C:L   one codec and level for every block (what --codec sets)
+    ///   energy       the least energy per byte: compression's CPU plus storing the output for
+    ///                --retention; the write takes at most --max-slowdown times the raw write
     /// Default: static=zstd:3.
     #[arg(short, long, value_name = "STRATEGY", conflicts_with = "codec", verbatim_doc_comment)]
     pub(crate) strategy: Option<Strategy>,
@@ -117,6 +119,8 @@ pub(crate) struct CompressArgs {
     pub(crate) common: CommonOut,
     #[command(flatten)]
     pub(crate) tier: crate::tier::TierFlag,
+    #[command(flatten)]
+    pub(crate) energy: crate::energy::EnergyArgs,
 }
 
 /// Are `a` and `b` the same file: the same device and inode if both exist, else the same
@@ -208,6 +212,7 @@ pub(crate) fn compress(a: CompressArgs) -> Result<ExitCode> {
         upload =
             Throttled::simulated_link(NullStorage::new(), rate.bytes_per_sec()).wrap_upload(upload);
     }
+    let meter = energy::Meter::start(Path::new(energy::POWERCAP), a.energy.watts(opts.strategy));
     let mut writer = Writer::with_upload(upload, opts)?;
     let pb = progress::bar(input.len(), a.common.quiet, "compress");
     let fed = feed(&mut writer, &mut *reader, &input, block_size, range_hints, &pb)
@@ -240,6 +245,11 @@ pub(crate) fn compress(a: CompressArgs) -> Result<ExitCode> {
             eprintln!("  {}", auto.note);
         }
         predict::summary_line(&summary);
+        let e = meter.finish();
+        eprintln!(
+            "  {}",
+            energy::summary_line(&e, summary.raw_bytes, summary.stored_bytes, &a.energy)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -270,6 +280,11 @@ fn plan(a: &CompressArgs, input: &Input) -> Result<Plan> {
         (None, Some(c)) => Strategy::Static(c),
         (None, None) => Strategy::Static(CodecSpec::default_for(CodecId::Zstd)),
     };
+    a.energy.check()?;
+    if a.energy.max_slowdown.is_some() && strategy.energy().is_none() {
+        bail!("--max-slowdown is the energy strategy's bound: add -s energy");
+    }
+    let strategy = a.energy.apply(strategy);
     let mut file_hints: Vec<Hint> = Vec::new();
     if !a.filters.is_empty() {
         let f = Filters::new(&a.filters).context("--filter")?;

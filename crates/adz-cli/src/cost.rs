@@ -18,6 +18,12 @@ Two compression costs are shown: 'full' charges the whole machine (the time coul
 used otherwise), 'idle' only the energy above idle (compression while the application waits
 for I/O anyway, thesis 3.4.1).
 
+Energy is priced next to money: the joules compressing a GB takes (the node's power with
+cooling, for its seconds per GB), the joules storing a GB for a year takes (the storage
+system's power with cooling, per GB of capacity), and per ratio the kWh the data saves over
+--days net of its compression, and the days until the storage energy saved exceeds the
+compression energy spent (-s energy weighs the same two terms per block; decision 0046).
+
 Examples:
   adz cost                                   the thesis' table 3.1 (40 TB for 3 months)
   adz cost --ratio 1.1 --ratio 2 --speed 500MB/s --link 1GbE
@@ -147,6 +153,51 @@ impl ModelArgs {
     }
 }
 
+/// The cost model's machines in joules: the compute node's and the storage system's power,
+/// both with cooling, as the money figures count them.
+struct EnergyModel {
+    /// Watts of the compute node at full load.
+    node_watts: f64,
+    /// Share of them drawn at idle.
+    idle_share: f64,
+    /// Joules to store a GB for a year.
+    store_gb_year: f64,
+}
+
+impl EnergyModel {
+    fn of(m: &CostModel) -> EnergyModel {
+        let cool = 1.0 + m.cooling_share;
+        EnergyModel {
+            node_watts: m.compute.power_watts * cool,
+            idle_share: m.idle_share,
+            store_gb_year: m.storage.power_watts * cool / m.storage_capacity_gb * 365.0 * 86400.0,
+        }
+    }
+
+    /// Joules of compressing a GB that takes `s_per_gb` seconds of the whole node.
+    fn compress_full(&self, s_per_gb: f64) -> f64 {
+        self.node_watts * s_per_gb
+    }
+
+    /// The same, counting only the power above idle.
+    fn compress_idle(&self, s_per_gb: f64) -> f64 {
+        self.compress_full(s_per_gb) * (1.0 - self.idle_share)
+    }
+
+    /// kWh that storing `gb` for `days` at `ratio` saves, net of compressing it (full node).
+    fn saved_kwh(&self, gb: f64, days: f64, ratio: f64, s_per_gb: f64) -> f64 {
+        let saved = self.store_gb_year * gb * days / 365.0 * savings_share(ratio);
+        (saved - self.compress_full(s_per_gb) * gb) / 3.6e6
+    }
+
+    /// Days of storage until the energy `ratio` saves exceeds the energy its compression took
+    /// (None when it saves nothing).
+    fn days_to_redeem(&self, ratio: f64, s_per_gb: f64) -> Option<f64> {
+        let per_day = self.store_gb_year / 365.0 * savings_share(ratio);
+        (per_day > 0.0).then(|| self.compress_full(s_per_gb) / per_day)
+    }
+}
+
 const TABLE_3_1_RATIOS: [f64; 7] = [1.05, 1.1, 1.2, 1.3, 1.4, 1.5, 2.0];
 
 pub fn run(a: CostArgs) -> Result<ExitCode> {
@@ -177,6 +228,7 @@ fn price(a: CostArgs) -> Result<()> {
     let idle = m.compression_cost_per_gb(s_per_gb, Machine::Idle);
     let raw_cost = m.storage_cost(a.data_gb, a.days);
     let rows = price_rows(&m, &a, &ratios, speed);
+    let e = EnergyModel::of(&m);
     if a.json {
         let out = serde_json::json!({
             "model": m,
@@ -187,6 +239,9 @@ fn price(a: CostArgs) -> Result<()> {
             "data_gb": a.data_gb,
             "days": a.days,
             "storage_cost_raw": raw_cost,
+            "compression_joules_per_gb_full": e.compress_full(s_per_gb),
+            "compression_joules_per_gb_idle": e.compress_idle(s_per_gb),
+            "storage_joules_per_gb_year": e.store_gb_year,
             "ratios": rows,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -197,6 +252,16 @@ fn price(a: CostArgs) -> Result<()> {
         speed / 1e6
     );
     println!("storage per GB-year: {:.4}", m.storage_cost_per_gb_year());
+    let kwh = |j: f64| j / 3.6e6;
+    println!(
+        "energy: compressing a GB {:.0} J full machine ({:.0} J above idle, {:.6}); storing a GB \
+         for a year {:.0} J ({:.4})",
+        e.compress_full(s_per_gb),
+        e.compress_idle(s_per_gb),
+        kwh(e.compress_full(s_per_gb)) * m.energy_price_kwh,
+        e.store_gb_year,
+        kwh(e.store_gb_year) * m.energy_price_kwh,
+    );
     println!("storing {} GB for {:.2} days uncompressed: {raw_cost:.2}", a.data_gb, a.days);
     println!();
     print_rows(&rows, a.link.is_some());
@@ -207,6 +272,7 @@ fn price(a: CostArgs) -> Result<()> {
 /// one write costs.
 fn price_rows(m: &CostModel, a: &CostArgs, ratios: &[f64], speed: f64) -> Vec<serde_json::Value> {
     let s_per_gb = 1e9 / speed;
+    let e = EnergyModel::of(m);
     ratios
         .iter()
         .map(|&ratio| {
@@ -216,6 +282,8 @@ fn price_rows(m: &CostModel, a: &CostArgs, ratios: &[f64], speed: f64) -> Vec<se
                 "storage_savings": m.storage_savings(a.data_gb, a.days, ratio),
                 "days_to_redeem_full": m.days_to_redeem(ratio, s_per_gb, Machine::Full),
                 "days_to_redeem_idle": m.days_to_redeem(ratio, s_per_gb, Machine::Idle),
+                "energy_saved_kwh": e.saved_kwh(a.data_gb, a.days, ratio, s_per_gb),
+                "energy_days_to_redeem": e.days_to_redeem(ratio, s_per_gb),
             });
             if let Some(link) = a.link {
                 let w = WriteCall {
@@ -237,8 +305,8 @@ fn price_rows(m: &CostModel, a: &CostArgs, ratios: &[f64], speed: f64) -> Vec<se
 fn print_rows(rows: &[serde_json::Value], write: bool) {
     let days = |v: &serde_json::Value| v.as_f64().map_or("never".to_owned(), |d| format!("{d:.1}"));
     print!(
-        "{:>7} {:>7} {:>12} {:>12} {:>12}",
-        "ratio", "saves", "savings", "days(full)", "days(idle)"
+        "{:>7} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "ratio", "saves", "savings", "days(full)", "days(idle)", "kWh saved", "days(energy)"
     );
     if write {
         print!(
@@ -249,12 +317,14 @@ fn print_rows(rows: &[serde_json::Value], write: bool) {
     println!();
     for r in rows {
         print!(
-            "{:>7.2} {:>6.1}% {:>12.2} {:>12} {:>12}",
+            "{:>7.2} {:>6.1}% {:>12.2} {:>12} {:>12} {:>12.1} {:>12}",
             r["ratio"].as_f64().unwrap_or(0.0),
             r["storage_saved_share"].as_f64().unwrap_or(0.0) * 100.0,
             r["storage_savings"].as_f64().unwrap_or(0.0),
             days(&r["days_to_redeem_full"]),
             days(&r["days_to_redeem_idle"]),
+            r["energy_saved_kwh"].as_f64().unwrap_or(0.0),
+            days(&r["energy_days_to_redeem"]),
         );
         if let Some(w) = r.get("write") {
             print!(

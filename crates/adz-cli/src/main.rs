@@ -6,6 +6,7 @@ mod compress;
 mod cost;
 mod dataset;
 mod decompress;
+mod energy;
 mod generate;
 mod inspect;
 mod io;

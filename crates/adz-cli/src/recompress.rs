@@ -22,7 +22,8 @@ use crate::{progress, remote};
 pub const AFTER_HELP: &str = "\
 Frames below the target rung are decoded, re-encoded, decoded again to verify, and kept if
 smaller; frames at or past it, and frames stored raw because their codec could not shrink
-them, are copied without decoding. Each file is written to .NAME.adz-incomplete-PID-N beside
+them, are copied without decoding. Frames sent raw by choice (codec none) are first tried
+with zstd:1 and copied if that cannot save 3 %. Each file is written to .NAME.adz-incomplete-PID-N beside
 it, fsynced, and renamed over it: killed at any moment, a file is either the old one or the
 new one, complete. Ctrl-C removes the temporary. The new file keeps the old one's mode (and
 owner, as root); an object is replaced by a multipart upload completed under its key. A
@@ -47,7 +48,8 @@ pub struct RecompressArgs {
     /// archive (the last rung, xz:9; the default) or static=CODEC:LEVEL.
     #[arg(short, long, value_name = "STRATEGY")]
     strategy: Option<Strategy>,
-    /// Only files last modified longer ago than this: 30d, 12h, 90m, 3600s.
+    /// Only files (and s3:// objects, by their last-modified time) last written longer ago
+    /// than this: 30d, 12h, 90m, 3600s.
     #[arg(long, value_name = "AGE", value_parser = parse_age)]
     older_than: Option<Duration>,
     /// Estimate from a sample of each file's frames; write nothing.
@@ -175,12 +177,36 @@ fn collect(paths: &[String]) -> Result<(Vec<PathBuf>, Vec<PathBuf>, Vec<String>)
 
 /// The adz objects of an `s3://` argument: the object itself if it exists, else the `*.adz`
 /// objects under it as a prefix (`s3://bucket/runs/`).
-fn objects_of(url: &str) -> Result<Vec<Item>> {
+/// True if an object last written at `modified` is older than `age` (none given: all are);
+/// an error if the store gave no time.
+fn object_old_enough(
+    modified: Option<SystemTime>,
+    age: Option<Duration>,
+    shown: &str,
+) -> Result<bool> {
+    let Some(age) = age else { return Ok(true) };
+    let Some(m) = modified else {
+        bail!("{shown}: the store gives no last-modified time, which --older-than needs");
+    };
+    Ok(SystemTime::now().duration_since(m).unwrap_or_default() >= age)
+}
+
+fn objects_of(url: &str, older_than: Option<Duration>) -> Result<Vec<Item>> {
     let (bucket, prefix) = parse_s3_prefix(url)?;
     let store = remote::open_bucket(&bucket)?.store;
     if !prefix.is_empty() && !prefix.ends_with('/') {
         match store.size(&prefix) {
             Ok(size) => {
+                if older_than.is_some() {
+                    // Its time comes with a listing (the prefix is its own name).
+                    let listed =
+                        store.list(&prefix).with_context(|| format!("cannot list {url}"))?;
+                    let modified =
+                        listed.iter().find(|o| o.name == prefix).and_then(|o| o.modified);
+                    if !object_old_enough(modified, older_than, url)? {
+                        return Ok(Vec::new());
+                    }
+                }
                 return Ok(vec![Item { store, name: prefix, shown: url.to_owned(), size }]);
             }
             Err(adz_core::store::Error::NotFound { .. }) => {}
@@ -191,16 +217,14 @@ fn objects_of(url: &str) -> Result<Vec<Item>> {
     if listed.is_empty() {
         bail!("{url}: no such object, and no objects under it");
     }
-    Ok(listed
-        .into_iter()
-        .filter(|o| o.name.ends_with(".adz"))
-        .map(|o| Item {
-            store: Arc::clone(&store),
-            shown: format!("s3://{bucket}/{}", o.name),
-            name: o.name,
-            size: o.size,
-        })
-        .collect())
+    let mut out = Vec::new();
+    for o in listed.into_iter().filter(|o| o.name.ends_with(".adz")) {
+        let shown = format!("s3://{bucket}/{}", o.name);
+        if object_old_enough(o.modified, older_than, &shown)? {
+            out.push(Item { store: Arc::clone(&store), shown, name: o.name, size: o.size });
+        }
+    }
+    Ok(out)
 }
 
 /// A local file as an [`Item`]: its directory's storage, whose new versions are known to the
@@ -259,9 +283,6 @@ pub fn run(a: RecompressArgs) -> Result<ExitCode> {
     let target = target(&a)?;
     let opts = RecompressOptions { threads: a.threads, ..RecompressOptions::to(target) };
     let (files, stale, urls) = collect(&a.paths)?;
-    if !urls.is_empty() && a.older_than.is_some() {
-        bail!("--older-than reads file times; it does not work on s3:// objects yet");
-    }
     let mut removed = 0;
     if !a.dry_run {
         for s in &stale {
@@ -276,7 +297,7 @@ pub fn run(a: RecompressArgs) -> Result<ExitCode> {
         }
     }
     for u in &urls {
-        todo.extend(objects_of(u)?);
+        todo.extend(objects_of(u, a.older_than)?);
     }
     let total: u64 = todo.iter().map(|i| i.size).sum();
     let pb = progress::bar(Some(total), a.quiet || a.json, "recompress");
@@ -347,7 +368,7 @@ fn print(
             println!("{}: already at {} (skipped)", r.name, r.target);
         } else {
             println!(
-                "{}: {} -> {} bytes{}, {} of {} frames re-encoded to {}, {:.2} CPU s",
+                "{}: {} -> {} bytes{}, {} of {} frames re-encoded to {}{}, {:.2} CPU s",
                 r.name,
                 r.bytes_before,
                 r.bytes_after,
@@ -355,6 +376,11 @@ fn print(
                 r.recoded,
                 r.frames,
                 r.target,
+                if r.probed > 0 {
+                    format!(" ({} raw frames found incompressible by a zstd:1 probe)", r.probed)
+                } else {
+                    String::new()
+                },
                 r.cpu_seconds
             );
         }

@@ -305,8 +305,15 @@ fn recompress_objects_and_a_prefix_then_analyze_an_object() {
     let listing = ok(&run(&["ls", "--json", &p]));
     assert_eq!(listing.lines().count(), 2, "{listing}");
 
-    let e = fail(&run(&["recompress", "--older-than", "1d", &urls[0]]));
-    assert!(e.contains("--older-than") && e.contains("s3://"), "{e}");
+    // --older-than reads the objects' last-modified times: written just now, none is a day
+    // old (the object and the prefix alike); all are at least 0 s old.
+    for url in [urls[1].clone(), format!("{p}runs/")] {
+        let r = json(&run(&["recompress", "--json", "--to", "xz:6", "--older-than", "1d", &url]));
+        assert_eq!(r["files"].as_array().unwrap().len(), 0, "{r}");
+    }
+    let r = json(&run(&["recompress", "--json", "--to", "xz:6", "--older-than", "0s", &urls[1]]));
+    assert_eq!(r["files"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["files"][0]["skipped"], false, "{r}");
     let e = fail(&run(&["recompress", &format!("{p}none/")]));
     assert!(e.contains("no such object"), "{e}");
 

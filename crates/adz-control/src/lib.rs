@@ -130,5 +130,5 @@ pub use crate::controller::{
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};
 pub use crate::ladder::{entropy_coded, reference, Ladder, Reference};
-pub use crate::strategy::{Link, Strategy};
+pub use crate::strategy::{EnergyCost, Link, Strategy};
 pub use crate::timeline::{Schedule, Slot};

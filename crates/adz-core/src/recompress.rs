@@ -3,7 +3,13 @@
 //! A frame is re-encoded only if its rung is below the target rung on the standard ladder
 //! and it was compressed, or sent raw by choice (codec `none`); a frame stored raw because
 //! its codec could not shrink it, or already at or past the target, is copied as it is,
-//! after its payload checksum is checked, without decoding. A re-encoded frame is kept only
+//! after its payload checksum is checked, without decoding. A frame stored raw without an
+//! entropy coder having tried it (sent raw by choice, codec `none`; or by LZ4 or zstd's
+//! negative levels, which leave literals as they are) is first tried with zstd:1, as the
+//! controller's probes do: if that cannot save 3 % the data is taken as incompressible and
+//! the frame kept raw, marked as stored raw by zstd:1 so that a rerun copies it, without the
+//! target's far dearer attempt (an S1 write's random stretches are such frames). A re-encoded
+//! frame is kept only
 //! if it is smaller, and only after it has been decoded again and its raw checksum matched.
 //! The new file is written through [`Storage::create`] (a temporary file renamed over the old
 //! one on commit, or an object committed over the old), so the old file stays whole until
@@ -32,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use adz_control::Ladder;
+use adz_control::{entropy_coded, Ladder};
 use adz_format::{
     CodecId, CodecSpec, FileHeader, FrameHeader, IndexEntry, TrailerBuilder, FILE_HEADER_LEN,
     FRAME_HEADER_LEN,
@@ -144,6 +150,10 @@ pub struct RecompressReport {
     /// Frames decoded to be re-encoded (kept or not); the others were copied without being
     /// decoded.
     pub decoded: u64,
+    /// Frames stored raw without an entropy coder's attempt (codec `none`, LZ4, zstd's negative
+    /// levels) that a zstd:1 probe could not shrink by 3 %: kept raw without an attempt at the
+    /// target, marked as stored raw by zstd:1 (counted in `decoded` and `copied` too).
+    pub probed: u64,
     /// Raw bytes of the file.
     pub raw_bytes: u64,
     /// File size before.
@@ -191,14 +201,14 @@ pub fn rung_rank(spec: CodecSpec) -> usize {
 }
 
 /// True if the frame an index entry describes would be copied to `target` as it is: stored
-/// raw by a codec that could not shrink it, at or past the target, or of a codec this build
-/// does not know (it cannot be decoded here).
+/// raw by an entropy coder that could not shrink it (zstd:1 and up, xz), at or past the
+/// target, or of a codec this build does not know (it cannot be decoded here). A frame that
+/// LZ4 or zstd's negative levels stored raw is not done: they store literals as they are, and
+/// data they cannot shrink (pixels, floats) often compresses with an entropy coder.
 pub fn frame_done(e: &IndexEntry, target: CodecSpec) -> bool {
     let Some(id) = CodecId::from_u8(e.codec_id) else { return true };
-    if e.stored_raw() && id != CodecId::None {
-        return true;
-    }
     match CodecSpec::new(id, e.codec_param) {
+        Ok(spec) if e.stored_raw() && entropy_coded(spec) => true,
         Ok(spec) => spec.id() != CodecId::None && rung_rank(spec) >= rung_rank(target),
         Err(_) => true,
     }
@@ -234,6 +244,9 @@ fn check(opts: &RecompressOptions) -> Result<usize, RecompressError> {
     })
 }
 
+/// Frames re-encoded and kept, decoded, and found incompressible by the probe.
+type Counts = (u64, u64, u64);
+
 /// One frame handed to a worker.
 struct Job {
     seq: u64,
@@ -250,6 +263,8 @@ struct Done {
     bytes: Vec<u8>,
     recoded: bool,
     decoded: bool,
+    /// A raw frame the probe found incompressible.
+    probed: bool,
 }
 
 enum Msg {
@@ -269,9 +284,28 @@ struct Worker {
     enc: FrameEncoder,
     raw: Vec<u8>,
     check: Vec<u8>,
+    /// The probe's output.
+    probe: Vec<u8>,
 }
 
+/// A raw frame is re-encoded only if the probe rung, zstd level 1 (the controller's probe
+/// rung with an entropy stage, a few ms per MiB), saves at least [`PROBE_KEEP`] of it.
+const PROBE_LEVEL: i32 = 1;
+
+/// The probe's keep threshold: the controller's (a block is kept compressed if it saves 3 %).
+const PROBE_KEEP: f64 = 0.97;
+
 impl Worker {
+    fn new() -> Worker {
+        Worker {
+            dec: FrameDecoder::new(),
+            enc: FrameEncoder::new(),
+            raw: Vec::new(),
+            check: Vec::new(),
+            probe: Vec::new(),
+        }
+    }
+
     fn process(
         &mut self,
         job: Job,
@@ -289,7 +323,7 @@ impl Worker {
             let mut bytes = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
             bytes.extend_from_slice(&h.encode());
             bytes.extend_from_slice(&payload);
-            Done { seq, header: h, bytes, recoded: false, decoded: false }
+            Done { seq, header: h, bytes, recoded: false, decoded: false, probed: false }
         };
         if frame_done(&IndexEntry::from_frame(&h, offset), opts.target) {
             h.check_payload(&payload, seq, offset).map_err(|e| damaged(e.into()))?;
@@ -298,6 +332,35 @@ impl Worker {
         self.raw.resize(h.raw_len as usize, 0);
         self.dec.decode(&h, &payload, seq, offset, &mut self.raw).map_err(damaged)?;
         let filters = h.filters().map_err(|e| damaged(e.into()))?;
+        if h.stored_raw() {
+            let probe =
+                CodecSpec::new(CodecId::Zstd, PROBE_LEVEL).map_err(|e| damaged(e.into()))?;
+            self.probe.clear();
+            let p = self
+                .enc
+                .encode(&self.raw, h.raw_offset, probe, filters, PROBE_KEEP, &mut self.probe)
+                .map_err(damaged)?;
+            if p.stored_raw() {
+                // Incompressible. Without filters the probe's frame is the old payload under
+                // a header saying zstd:1 stored it raw, which a rerun copies; with filters the
+                // old frame is kept as it was.
+                let same = filters.is_empty()
+                    && p.raw_checksum == h.raw_checksum
+                    && self.probe.get(FRAME_HEADER_LEN..) == Some(&payload[..]);
+                if same {
+                    let bytes = std::mem::take(&mut self.probe);
+                    return Ok(Done {
+                        seq,
+                        header: p,
+                        bytes,
+                        recoded: false,
+                        decoded: true,
+                        probed: true,
+                    });
+                }
+                return Ok(Done { decoded: true, probed: true, ..copy(payload) });
+            }
+        }
         let mut out = Vec::new();
         let new = self
             .enc
@@ -321,7 +384,7 @@ impl Worker {
         self.dec
             .decode(&new, &out[FRAME_HEADER_LEN..], seq, offset, &mut self.check)
             .map_err(verify)?;
-        Ok(Done { seq, header: new, bytes: out, recoded: true, decoded: true })
+        Ok(Done { seq, header: new, bytes: out, recoded: true, decoded: true, probed: false })
     }
 }
 
@@ -352,11 +415,12 @@ pub fn recompress(
     let write_err = |source| RecompressError::Write { name: name.to_owned(), source };
     let mut upload = store.create(name).map_err(write_err)?;
     match rewrite(src, &mut *upload, threads, opts, name, progress) {
-        Ok(((recoded, decoded), frames, cpu, written)) => {
+        Ok(((recoded, decoded, probed), frames, cpu, written)) => {
             let after = upload.commit().map_err(write_err)?;
             debug_assert_eq!(after, written);
             report.recoded = recoded;
             report.decoded = decoded;
+            report.probed = probed;
             report.copied = frames - recoded;
             report.bytes_after = after;
             report.cpu_seconds = cpu;
@@ -381,7 +445,7 @@ fn rewrite(
     opts: &RecompressOptions,
     name: &str,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<((u64, u64), u64, f64, u64), RecompressError> {
+) -> Result<(Counts, u64, f64, u64), RecompressError> {
     let read_err = |source: Error| read_error(name, source);
     let write_err = |source| RecompressError::Write { name: name.to_owned(), source };
     let mut scanner = crate::FrameScanner::new(BufReader::with_capacity(1 << 20, src));
@@ -493,12 +557,7 @@ fn recode_frames(
     opts: &RecompressOptions,
     name: &str,
 ) -> f64 {
-    let mut w = Worker {
-        dec: FrameDecoder::new(),
-        enc: FrameEncoder::new(),
-        raw: Vec::new(),
-        check: Vec::new(),
-    };
+    let mut w = Worker::new();
     let t0 = cpu_time::ThreadTime::now();
     for job in rx {
         if stop.load(Ordering::Relaxed) {
@@ -516,21 +575,21 @@ fn recode_frames(
 }
 
 /// Write frames as they come back, in order, then the trailer. Returns ((re-encoded,
-/// decoded), frames, bytes written).
+/// decoded, probed incompressible), frames, bytes written).
 fn write_in_order(
     rx: &crossbeam::channel::Receiver<Msg>,
     credits: &Sender<()>,
     upload: &mut dyn Upload,
     file_header: FileHeader,
     write_err: impl Fn(adz_store::Error) -> RecompressError,
-) -> Result<((u64, u64), u64, u64), RecompressError> {
+) -> Result<(Counts, u64, u64), RecompressError> {
     let header = FileHeader::new(file_header.block_size)
         .map_err(|e| RecompressError::Config(e.to_string()))?;
     upload.append(&header.encode()).map_err(&write_err)?;
     let mut offset = FILE_HEADER_LEN as u64;
     let mut trailer = TrailerBuilder::new();
     let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
-    let (mut next, mut recoded, mut decoded) = (0u64, 0u64, 0u64);
+    let (mut next, mut recoded, mut decoded, mut probed) = (0u64, 0u64, 0u64, 0u64);
     let mut end = None;
     for msg in rx {
         match msg {
@@ -544,6 +603,7 @@ fn write_in_order(
                     offset += d.bytes.len() as u64;
                     recoded += u64::from(d.recoded);
                     decoded += u64::from(d.decoded);
+                    probed += u64::from(d.probed);
                     next += 1;
                     let _ = credits.send(());
                 }
@@ -563,7 +623,7 @@ fn write_in_order(
     }
     let tail = trailer.encode(offset);
     upload.append(&tail).map_err(&write_err)?;
-    Ok(((recoded, decoded), next, offset + tail.len() as u64))
+    Ok(((recoded, decoded, probed), next, offset + tail.len() as u64))
 }
 
 fn read_error(name: &str, source: Error) -> RecompressError {
@@ -619,13 +679,9 @@ pub fn estimate(
     let todo_raw: u64 = todo.iter().map(|(_, e)| u64::from(e.raw_len)).sum();
     let step = (todo_raw / sample_bytes.max(1)).max(1) as usize;
     let step = step.min(todo.len());
-    let mut w = Worker {
-        dec: FrameDecoder::new(),
-        enc: FrameEncoder::new(),
-        raw: Vec::new(),
-        check: Vec::new(),
-    };
-    let (mut s_raw, mut s_old, mut s_new, mut s_kept) = (0u64, 0u64, 0u64, 0u64);
+    let mut w = Worker::new();
+    let (mut s_raw, mut s_old, mut s_new, mut s_kept, mut s_probed) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     let t0 = cpu_time::ThreadTime::now();
     for &(i, e) in todo.iter().step_by(step) {
         let bytes = store.get_range(name, e.file_range()).map_err(|e| read_err(e.into()))?;
@@ -642,6 +698,7 @@ pub fn estimate(
         s_old += u64::from(e.stored_len);
         s_new += d.bytes.len() as u64 - FRAME_HEADER_LEN as u64;
         s_kept += u64::from(d.recoded);
+        s_probed += u64::from(d.probed);
     }
     let cpu = t0.elapsed().as_secs_f64();
     let n_sampled = todo.iter().step_by(step).count() as f64;
@@ -651,6 +708,7 @@ pub fn estimate(
     report.bytes_after = report.bytes_before - todo_stored + new_stored.round() as u64;
     report.recoded = (todo.len() as f64 * s_kept as f64 / n_sampled).round() as u64;
     report.decoded = todo.len() as u64;
+    report.probed = (todo.len() as f64 * s_probed as f64 / n_sampled).round() as u64;
     report.copied = report.frames - report.recoded;
     report.cpu_seconds = cpu * scale;
     report.skipped = false;

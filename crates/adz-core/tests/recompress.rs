@@ -105,16 +105,77 @@ fn dense_and_incompressible_frames_are_copied_byte_for_byte() {
     let new = mem.get("m.adz").unwrap();
     let after = frames(&new);
     assert_eq!(decode(&new), decode(&old));
-    // xz:6 is past zstd:19 on the ladder; lz4 and zstd:3 could not shrink the noise.
-    for i in [1, 2, 4] {
-        assert_eq!(after[i].1, before[i].1, "frame {i} must be copied as it was");
+    // xz:6 is past zstd:19 on the ladder; zstd:3 could not shrink the noise.
+    for i in [1, 4] {
+        assert!(after[i].1 == before[i].1, "frame {i} must be copied as it was");
     }
+    // lz4 could not shrink it either, but lz4 has no entropy stage: zstd:1 probed it, found it
+    // incompressible, and the frame keeps its payload under a zstd:1 stored-raw header.
+    assert!(after[2].1[FRAME_HEADER_LEN..] == before[2].1[FRAME_HEADER_LEN..]);
+    assert!(after[2].0.stored_raw());
+    assert_eq!(after[2].0.codec().unwrap().to_string(), "zstd:1");
     // lz4 text and text sent raw by choice (codec none) are re-encoded.
     for i in [0, 3] {
         assert_eq!(after[i].0.codec().unwrap().to_string(), "zstd:19", "frame {i}");
     }
     assert_eq!((r.recoded, r.copied, r.frames), (2, 3, 5));
-    assert_eq!(r.decoded, 2, "only the frames below the target are decoded");
+    assert_eq!(r.decoded, 3, "only the frames below the target, and lz4's raw one, are decoded");
+    assert_eq!(r.probed, 1, "the text sent raw compresses; lz4's noise does not");
+}
+
+/// Random bytes of 4 bits each: no repeats for LZ4 to find, half of each byte for an entropy
+/// coder to save (like noisy pixels).
+fn nibbles(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 60) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn noise_sent_raw_by_choice_is_probed_and_kept_raw_without_the_targets_attempt() {
+    // An S1 write sends incompressible stretches raw by choice (probe mode: codec none). A
+    // zstd:1 probe finds them incompressible, so xz:9 is never run on them: their payload is
+    // kept, marked as stored raw by zstd:1, and a rerun skips the file. Text sent raw by
+    // choice, and nibbles lz4 could not shrink, are re-encoded.
+    let t = text(300_000, 3);
+    let noise = generate(Kind::Random, 300_000, 3);
+    let pixels = nibbles(300_000, 3);
+    let old = build(&[
+        (&noise, "none"),
+        (&t, "none"),
+        (&noise, "none"),
+        (&t, "lz4:1"),
+        (&pixels, "lz4:1"),
+    ]);
+    let before = frames(&old);
+    assert!(before[4].0.stored_raw(), "lz4 cannot shrink the nibbles");
+    let (store, mem) = memory("n.adz", &old);
+    let r =
+        recompress::recompress(&store, "n.adz", &RecompressOptions::archive(), &|_| {}).unwrap();
+    let new = mem.get("n.adz").unwrap();
+    let after = frames(&new);
+    assert_eq!(decode(&new), decode(&old));
+    for i in [0, 2] {
+        assert!(after[i].1[FRAME_HEADER_LEN..] == before[i].1[FRAME_HEADER_LEN..], "frame {i}");
+        assert_eq!(after[i].0.codec().unwrap().to_string(), "zstd:1");
+        assert!(after[i].0.stored_raw());
+    }
+    assert!(!after[4].0.stored_raw(), "xz:9 shrinks the nibbles lz4 could not");
+    assert_eq!((r.recoded, r.probed, r.decoded, r.copied), (3, 2, 5, 2));
+    // Every frame is now at the target or stored raw by an entropy coder: a rerun skips it.
+    let again =
+        recompress::recompress(&store, "n.adz", &RecompressOptions::archive(), &|_| {}).unwrap();
+    assert!(again.skipped);
+    // The estimate sees the same.
+    let (store, _) = memory("n.adz", &old);
+    let e = recompress::estimate(&store, "n.adz", &RecompressOptions::archive(), u64::MAX).unwrap();
+    assert_eq!((e.recoded, e.probed), (3, 2));
 }
 
 #[test]

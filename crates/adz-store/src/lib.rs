@@ -221,12 +221,20 @@ pub struct ObjectMeta {
     pub name: String,
     /// The size in bytes.
     pub size: u64,
+    /// When it was last written, where the store says (S3's last-modified, a file's mtime).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 impl ObjectMeta {
     /// Describes object `name` of `size` bytes.
     pub fn new(name: impl Into<String>, size: u64) -> ObjectMeta {
-        ObjectMeta { name: name.into(), size }
+        ObjectMeta { name: name.into(), size, modified: None }
+    }
+
+    /// The same, last written at `modified`.
+    pub fn with_modified(mut self, modified: std::time::SystemTime) -> ObjectMeta {
+        self.modified = Some(modified);
+        self
     }
 }
 

@@ -186,7 +186,13 @@ impl LocalStorage {
             // Follows symbolic links to files; a link to a directory is not walked, which
             // also keeps link cycles out. An entry that vanished since read_dir is skipped.
             match fs::metadata(entry.path()) {
-                Ok(meta) if meta.is_file() => out.push(ObjectMeta::new(name, meta.len())),
+                Ok(meta) if meta.is_file() => {
+                    let m = ObjectMeta::new(name, meta.len());
+                    out.push(match meta.modified() {
+                        Ok(t) => m.with_modified(t),
+                        Err(_) => m,
+                    });
+                }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(list_error(e)),

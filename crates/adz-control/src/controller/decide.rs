@@ -276,6 +276,11 @@ impl Controller {
             return out;
         }
         lane.held = false;
+        if let Strategy::Energy(cost) = strategy {
+            let out = self.decide_energy(&mut lane, cost, link, seq, reason);
+            self.lanes[i] = lane;
+            return out;
+        }
         let (cur, was_mixing) = (lane.rung, lane.mixing);
         let view = self.view(strategy, link);
         let step = if lane.mixing {

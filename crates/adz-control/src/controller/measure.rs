@@ -66,6 +66,9 @@ pub enum Reason {
     /// that a buffer had inflated (or deflated) by more than 25 %: the lane aimed afresh at
     /// the rung the measured link asks for, as with a link given (decision 0033).
     LinkMeasured,
+    /// The energy strategy: another choice is predicted to take clearly less energy per byte
+    /// (compression's plus storage's) within the time bound; moved to it (decision 0046).
+    Energy,
 }
 
 /// The controller's answer for one block.

@@ -3,11 +3,13 @@
 //! Its rooms: `config` (settings), `control` (the [`Control`] trait), `measure` (what it is
 //! told and answers), `pace` (link, pipe and stretch), `probe` (incompressible data), `mix`
 //! (raw and compressed blocks), `schedule` (the S2/S3 aim), `decide` (the adaptive decision,
-//! as steps that each return a move) and `shadow`. Layout and evidence: docs/decisions/0022.
+//! as steps that each return a move), `energy` (the energy strategy's decision) and `shadow`.
+//! Layout and evidence: docs/decisions/0022.
 
 mod config;
 mod control;
 mod decide;
+mod energy;
 mod link;
 mod measure;
 mod mix;

@@ -197,5 +197,6 @@ fn record(d: &Done, status: &Status, sink: &SinkMeasurement, at: Duration) -> Bl
         pipeline_cpu: sink.cpu,
         backlogged: sink.backlogged,
         at,
+        core_watts: status.strategy.energy().map(|c| c.core_watts),
     }
 }

@@ -90,6 +90,10 @@ pub struct TraceRecord {
     pub shadow: Option<String>,
     /// The class controller's shadow compression so far, as a share of its blocks' CPU time.
     pub shadow_share: f64,
+    /// The energy strategy only: the pipeline's CPU time for this frame at the strategy's watts
+    /// per core, joules per GB (1e9 raw bytes) written (decision 0046).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joules_per_gb: Option<f64>,
 }
 
 /// What the sequencer knows of a block once its frame is written: plain values, turned into
@@ -115,6 +119,8 @@ pub(crate) struct BlockRecord {
     pub(crate) backlogged: bool,
     /// Since the writer was created.
     pub(crate) at: Duration,
+    /// The energy strategy's watts per busy core (None for the other strategies).
+    pub(crate) core_watts: Option<f64>,
 }
 
 impl From<&BlockRecord> for TraceRecord {
@@ -143,6 +149,10 @@ impl From<&BlockRecord> for TraceRecord {
             t_s: r.at.as_secs_f64(),
             shadow: m.decision.shadow.map(|c| c.to_string()),
             shadow_share: r.shadow_share,
+            joules_per_gb: r
+                .core_watts
+                .filter(|_| m.raw_len > 0)
+                .map(|w| r.pipeline_cpu.as_secs_f64() * w / m.raw_len as f64 * 1e9),
         }
     }
 }

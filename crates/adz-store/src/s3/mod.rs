@@ -507,7 +507,9 @@ impl Storage for S3Storage {
         let mut out: Vec<ObjectMeta> = all
             .into_iter()
             .filter(|m| m.location.as_ref().starts_with(prefix))
-            .map(|m| ObjectMeta::new(m.location.as_ref(), m.size))
+            .map(|m| {
+                ObjectMeta::new(m.location.as_ref(), m.size).with_modified(m.last_modified.into())
+            })
             .collect();
         out.sort();
         Ok(out)
