@@ -9,6 +9,9 @@
 //! the larger of the two kinds' figures (the steady one and the contiguous one over all
 //! segments). Writes before the first block are the buffer filling and measure only memory.
 
+use std::time::Duration;
+
+use super::Controller;
 use crate::model::LinkEstimator;
 
 /// A write counts as blocked when it took longer than its bytes at this speed, bytes/s, and at
@@ -124,6 +127,10 @@ pub(super) struct LinkMeter {
     all: Sums,
     /// Bytes the sink has taken.
     accepted: f64,
+    /// The sink's own network transfers (an S3 upload's parts: bytes over the link's time on
+    /// them), once it said it measures them. They are the link, whatever the sink buffers,
+    /// and replace the figures above.
+    transfers: Option<Sums>,
 }
 
 impl LinkMeter {
@@ -135,7 +142,26 @@ impl LinkMeter {
             drain: Sums::default(),
             all: Sums::default(),
             accepted: 0.0,
+            transfers: None,
         }
+    }
+
+    /// Transfers the sink measured: `(bytes, the link's time on them)`. Called at all (even
+    /// with none), it says that the sink measures them: its write times then only show its
+    /// buffer, and the link is unknown until the first transfer.
+    pub(super) fn add_transfers(&mut self, parts: &[(u64, Duration)]) {
+        let sums = self.transfers.get_or_insert_with(Sums::default);
+        for &(bytes, secs) in parts {
+            let t = secs.as_secs_f64();
+            if bytes > 0 && t > 0.0 {
+                sums.add(bytes as f64, t, self.halflife);
+            }
+        }
+    }
+
+    /// The transfers' sums once there are some; None while the sink measures none.
+    fn transferred(&self) -> Option<&Sums> {
+        self.transfers.as_ref().filter(|s| s.n > 0.0)
     }
 
     /// A sink write of `bytes` that took `busy` seconds after a wait of `waited`;
@@ -167,6 +193,9 @@ impl LinkMeter {
 
     /// The link speed in use with `Link::Auto` (None before any write measured it).
     pub(super) fn get(&self) -> Option<f64> {
+        if let Some(r) = self.transferred().and_then(Sums::rate) {
+            return Some(r);
+        }
         self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
     }
 
@@ -178,6 +207,9 @@ impl LinkMeter {
     /// balanced) and keep the sink from ever pressing again; erring high makes S1 press the
     /// sink, which measures it (None before two blocked writes).
     fn drained_rate(&self) -> Option<(f64, &Sums)> {
+        if let Some(x) = self.transferred() {
+            return x.rate().map(|r| (r, x));
+        }
         match (self.drain.rate(), self.all.rate()) {
             (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
             (_, Some(a)) => Some((a, &self.all)),
@@ -190,6 +222,10 @@ impl LinkMeter {
     /// backlogged writes slower than [`BLOCKED_SPEED`], or an accept rate over more bytes than
     /// a buffer in front of the link would take ([`TRUST_BYTES`], [`TRUST_SECS`]).
     pub(super) fn trusted(&self) -> bool {
+        if let Some(x) = &self.transfers {
+            // The sink's writes fill its buffer: only a transfer says what the link does.
+            return x.n > 0.0;
+        }
         let buffer = TRUST_BYTES.max(TRUST_SECS * self.accept.get().unwrap_or(f64::INFINITY));
         // Backlogged writes slower than a copy into a buffer with room: the link paces them,
         // although none lasted long enough to count as blocked (links above 1 GB/s).
@@ -200,7 +236,7 @@ impl LinkMeter {
     /// Whether the link speed in use is a drain rate (the sink has blocked under pressure),
     /// and the accept rate of the backlogged writes it replaced (None: none was measured).
     pub(super) fn drained(&self) -> (bool, Option<f64>) {
-        (self.all.n > 0.0, self.accept.get())
+        (self.all.n > 0.0 || self.transferred().is_some(), self.accept.get())
     }
 
     /// The estimate with its bounds (None before any write measured the link).
@@ -214,6 +250,18 @@ impl LinkMeter {
         let low = (rate * (1.0 - 2.0 * e)).max(0.0);
         let high = if e.is_finite() { rate * (1.0 + 2.0 * e) } else { f64::INFINITY };
         Some(LinkEstimate { rate, low, high, settled })
+    }
+}
+
+impl Controller {
+    /// Network transfers the sink measured since its last write (an S3 upload's parts):
+    /// `(bytes, the link's time on them)`, the time a part's request took divided by the parts
+    /// in flight meanwhile. With `Link::Auto` they are the link's speed, in place of the sink's
+    /// write times, which show only how fast its buffer takes data. Call it after every write
+    /// to a sink that measures transfers, even with none: until the first one, the link is
+    /// not known.
+    pub fn record_transfers(&mut self, parts: &[(u64, Duration)]) {
+        self.link.add_transfers(parts);
     }
 }
 
@@ -278,6 +326,28 @@ mod tests {
         // The accept rate of the same writes, what the link estimate was before decision 0033:
         // the writes after a pause land in the room the link drained meanwhile.
         assert!(m.accept.get().unwrap() > 1.2 * L, "{:?}", m.accept.get());
+    }
+
+    #[test]
+    fn a_sink_that_times_its_transfers_is_measured_by_them_alone() {
+        // An S3 upload: 40 MiB into its part buffer at memory speed, then parts of 8 MiB that
+        // the link took 8 MiB / L each for.
+        let mut m = LinkMeter::new(32.0 * 1048576.0);
+        m.add_transfers(&[]);
+        for _ in 0..40 {
+            m.add(1 << 20, 1048576.0 / 8e9, 0.0, true);
+        }
+        assert!(!m.trusted(), "the buffer's accept rate is not the link");
+        let part = (8u64 << 20, Duration::from_secs_f64(8.0 * 1048576.0 / L));
+        m.add_transfers(&[part; 6]);
+        assert!(m.trusted() && m.drained().0);
+        let e = m.estimate().unwrap();
+        assert!((e.rate / L - 1.0).abs() < 1e-6 && e.settled, "{e:?}");
+        assert_eq!(m.get(), Some(e.rate));
+        // Writes that block do not replace it.
+        m.add(1 << 20, 1.0, 0.0, true);
+        m.add(1 << 20, 1.0, 0.0, true);
+        assert!((m.get().unwrap() / L - 1.0).abs() < 1e-6);
     }
 
     #[test]
