@@ -37,6 +37,11 @@ pub(super) const TRUST_SECS: f64 = 0.02;
 pub(super) const SETTLED_ERROR: f64 = 0.025;
 /// ... over at least this many segments between blocked writes.
 pub(super) const SETTLED_SEGMENTS: f64 = 4.0;
+/// A link faster than [`BLOCKED_SPEED`] never blocks a write measurably, but a sink kept busy
+/// shows it all the same: backlogged writes one after the other, beyond what a buffer takes
+/// ([`TRUST_BYTES`], [`TRUST_SECS`]), went at the sink's sustained rate. Such a run counts as a
+/// segment once it has this many bytes (4 MiB).
+pub(super) const RUN_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
 /// The least relative error claimed: the sink's clock and a frame's bytes do not tell the
 /// link to better than this, however regular the writes (as in a simulator).
 pub(super) const MIN_ERROR: f64 = 0.002;
@@ -131,6 +136,10 @@ pub(super) struct LinkMeter {
     /// them), once it said it measures them. They are the link, whatever the sink buffers,
     /// and replace the figures above.
     transfers: Option<Sums>,
+    /// Backlogged writes since the last wait or block, none of which blocked.
+    run: Open,
+    /// Runs of [`RUN_BYTES`] past the buffer: the sink's sustained rate where it never blocks.
+    runs: Sums,
 }
 
 impl LinkMeter {
@@ -143,6 +152,8 @@ impl LinkMeter {
             all: Sums::default(),
             accepted: 0.0,
             transfers: None,
+            run: Open::default(),
+            runs: Sums::default(),
         }
     }
 
@@ -157,6 +168,34 @@ impl LinkMeter {
                 sums.add(bytes as f64, t, self.halflife);
             }
         }
+    }
+
+    /// A write that did not block: backlogged ones extend the run, which becomes a segment of
+    /// `runs` at [`RUN_BYTES`] once the sink has taken more than a buffer would; a write after a
+    /// wait lands in room the link drained meanwhile, and starts the run afresh.
+    fn add_to_run(&mut self, b: f64, busy: f64, backlogged: bool) {
+        if !backlogged {
+            self.run = Open::default();
+            return;
+        }
+        self.run.bytes += b;
+        self.run.secs += busy;
+        if self.run.bytes >= RUN_BYTES && self.accepted >= self.buffer() && self.run.secs > 0.0 {
+            self.runs.add(self.run.bytes, self.run.secs, self.halflife);
+            self.run = Open::default();
+        }
+    }
+
+    /// The most a buffer in front of the link is taken to hold, bytes.
+    fn buffer(&self) -> f64 {
+        TRUST_BYTES.max(TRUST_SECS * self.accept.get().unwrap_or(f64::INFINITY))
+    }
+
+    /// The sustained rate of the runs, once settled (see [`RUN_BYTES`]).
+    fn sustained(&self) -> Option<(f64, f64)> {
+        let r = self.runs.rate()?;
+        let e = self.runs.rel_error(r);
+        (self.runs.n >= SETTLED_SEGMENTS && e <= SETTLED_ERROR).then_some((r, e))
     }
 
     /// The transfers' sums once there are some; None while the sink measures none.
@@ -178,8 +217,10 @@ impl LinkMeter {
             open.waited |= !backlogged;
         }
         if !(bytes > 0 && busy * BLOCKED_SPEED >= b && busy >= BLOCKED_MIN_SECS) {
+            self.add_to_run(b, busy, backlogged);
             return;
         }
+        self.run = Open::default();
         // Blocked: the buffer is full now. The writes since the last block drained through the
         // link in the time they took.
         if let Some(seg) = self.open.take().filter(|s| s.secs > 0.0) {
@@ -196,7 +237,8 @@ impl LinkMeter {
         if let Some(r) = self.transferred().and_then(Sums::rate) {
             return Some(r);
         }
-        self.drained_rate().map(|(r, _)| r).or_else(|| self.accept.get())
+        let sustained = || self.sustained().map(|(r, _)| r);
+        self.drained_rate().map(|(r, _)| r).or_else(sustained).or_else(|| self.accept.get())
     }
 
     /// The drain rate and the sums it comes from: the larger of the steady figure (segments
@@ -226,7 +268,7 @@ impl LinkMeter {
             // The sink's writes fill its buffer: only a transfer says what the link does.
             return x.n > 0.0;
         }
-        let buffer = TRUST_BYTES.max(TRUST_SECS * self.accept.get().unwrap_or(f64::INFINITY));
+        let buffer = self.buffer();
         // Backlogged writes slower than a copy into a buffer with room: the link paces them,
         // although none lasted long enough to count as blocked (links above 1 GB/s).
         let paced = self.accept.backlogged().is_some_and(|r| r < BLOCKED_SPEED);
@@ -242,6 +284,10 @@ impl LinkMeter {
     /// The estimate with its bounds (None before any write measured the link).
     pub(super) fn estimate(&self) -> Option<LinkEstimate> {
         let Some((rate, sums)) = self.drained_rate() else {
+            if let Some((rate, e)) = self.sustained() {
+                let (low, high) = (rate * (1.0 - 2.0 * e), rate * (1.0 + 2.0 * e));
+                return Some(LinkEstimate { rate, low, high, settled: true });
+            }
             let rate = self.accept.get()?;
             return Some(LinkEstimate { rate, low: 0.0, high: f64::INFINITY, settled: false });
         };
