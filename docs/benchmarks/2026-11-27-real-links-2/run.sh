@@ -12,6 +12,8 @@
 #   pv        stdout piped into `pv -q -L 117m >/dev/null` (117 MiB/s = 122.7 MB/s); wall time;
 #   throttle  adz's own `--throttle 125MB/s` to /dev/null (no zstd row: it is adz's decorator).
 # S1 auto runs write a --trace (OUT/logs/*.trace) for the estimate after 64 MiB.
+# Env: ADZ (the adz binary), TOOLS (default "s1-auto s1-given zstd-adapt"), RUNGS (the static
+# rungs, default "lz4:1 zstd:1 zstd:3"; empty for none), MINIO and CACHE as scripts/minio.sh.
 # Output: OUT/results.csv, OUT/summary.md. Release binaries (cargo build --release -p adz-cli).
 set -euo pipefail
 
@@ -21,7 +23,7 @@ NETLINK="$ROOT/scripts/netlink.sh"
 CACHE="${CACHE:-$ROOT/.cache}"
 export CACHE
 ADZ="${ADZ:-$ROOT/target/release/adz}"
-RUNGS="${RUNGS:-lz4:1 zstd:1 zstd:3 zstd:6}"
+RUNGS="${RUNGS-lz4:1 zstd:1 zstd:3}"
 ROUNDS=3
 OUT="$CACHE/bench/real-links-2"
 SINKS="tcp s3 pv throttle"
@@ -65,13 +67,18 @@ tool_cmd() {
     [[ "$sink" == throttle ]] && extra=" --throttle 125MB/s"
     case "$tool" in
     s1-auto) echo "$ADZ compress -q -s throughput --link auto$extra" ;;
+    s1-auto@*)
+        # Another build of adz, from $ADZ_NAME (e.g. TOOLS="s1-auto s1-auto@old", ADZ_old=...).
+        local var="ADZ_${tool#s1-auto@}"
+        echo "${!var} compress -q -s throughput --link auto$extra"
+        ;;
     s1-given) echo "$ADZ compress -q -s throughput --link $(given "$sink")$extra" ;;
     static:*) echo "$ADZ compress -q --codec ${tool#static:}$extra" ;;
     zstd-adapt) echo "zstd -T2 --adapt -c -q" ;;
     esac
 }
 
-tools=(s1-auto s1-given zstd-adapt)
+read -r -a tools <<<"${TOOLS:-s1-auto s1-given zstd-adapt}"
 for rung in $RUNGS; do tools+=("static:$rung"); done
 now() { date +%s.%N; }
 since() { python3 -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 6))' "$1" "$(now)"; }
@@ -83,10 +90,10 @@ for round in $(seq 1 "$ROUNDS"); do
             for tool in "${tools[@]}"; do
                 [[ "$sink" == throttle && "$tool" == zstd-adapt ]] && continue
                 cmd="$(tool_cmd "$tool" "$sink")"
-                name="$round-$sink-$(basename "$in")-${tool//:/_}"
+                name="$round-$sink-$(basename "$in")-${tool//[:@]/_}"
                 log="$OUT/logs/$name.log"
                 trace=""
-                [[ "$tool" == s1-auto ]] && trace=" --trace $OUT/logs/$name.trace -f"
+                [[ "$tool" == s1-auto* ]] && trace=" --trace $OUT/logs/$name.trace"
                 stored=""
                 case "$sink" in
                 tcp)
@@ -99,7 +106,7 @@ for round in $(seq 1 "$ROUNDS"); do
                     secs="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["seconds"])' "$rec")"
                     ;;
                 s3)
-                    obj="s3://\$ADZ_S3_BUCKET/bench/${tool//:/_}.adz"
+                    obj="s3://\$ADZ_S3_BUCKET/bench/${tool//[:@]/_}.adz"
                     if [[ "$tool" == zstd-adapt ]]; then
                         line="$cmd <\"\$0\" | $ADZ compress -f --codec none - \"$obj\""
                     else

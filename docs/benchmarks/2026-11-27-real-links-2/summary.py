@@ -22,25 +22,30 @@ for k in sorted(cells):
           "%.3f" % ratio[k] if k in ratio else "", v[0]["adz_link"]))
 print("\nS1 auto's speed against the others (the other's median time / S1 auto's; targets: "
       ">= 0.97, >= 0.97, >= 1.03 at 1gbit)\n")
-print("| sink | input | S1 with the true --link | the best static rung | zstd -T2 --adapt |")
-print("|---|---|---|---|---|")
+print("| sink | input | S1 auto build | S1 with the true --link | the best static rung | zstd -T2 --adapt |")
+print("|---|---|---|---|---|---|")
+autos = sorted({k[2] for k in cells if k[2].startswith("s1-auto")})
 for (sink, inp) in sorted({k[:2] for k in cells}):
+  for auto in autos:
     g = lambda t: med.get((sink, inp, t))
     statics = {k[2]: s for k, s in med.items() if k[:2] == (sink, inp) and k[2].startswith("static:")}
     best = min(statics, key=statics.get) if statics else None
-    a, gv, z = g("s1-auto"), g("s1-given"), g("zstd-adapt")
-    print("| %s | %s | %s | %s | %s |" % (sink, inp,
+    a, gv, z = g(auto), g("s1-given"), g("zstd-adapt")
+    print("| %s | %s | %s | %s | %s | %s |" % (sink, inp, auto,
           "%.3f" % (gv / a) if a and gv else "",
           "%.3f (%s)" % (statics[best] / a, best[7:]) if a and best else "",
           "%.3f" % (z / a) if a and z else ""))
 
 print("\nThe link in use of S1 auto (trace `link_mbs`) against the true rate: after 64 MiB of "
       "output (the largest deviation from then on) and at the end; `-`: the output is shorter\n")
-print("| sink | input | round | true MB/s | worst after 64 MiB | at the end |")
-print("|---|---|---|---|---|---|")
-for path in sorted(glob.glob(os.path.join(out, "logs", "*-s1-auto.trace"))):
-    name = os.path.basename(path)[: -len("-s1-auto.trace")]
+print("| sink | input | tool | round | true MB/s | worst after 64 MiB | at the end |")
+print("|---|---|---|---|---|---|---|")
+traces = []
+for path in glob.glob(os.path.join(out, "logs", "*-s1-auto*.trace")):
+    name, tool = os.path.basename(path)[: -len(".trace")].rsplit("-s1-auto", 1)
     rnd, sink, inp = name.split("-", 2)
+    traces.append((sink, inp, "s1-auto" + tool.replace("_", "@", 1), int(rnd), path))
+for sink, inp, tool, rnd, path in sorted(traces):
     true = TRUE[sink]
     written, worst, last = 0, None, None
     for line in open(path):
@@ -58,4 +63,4 @@ for path in sorted(glob.glob(os.path.join(out, "logs", "*-s1-auto.trace"))):
         if written >= 64 << 20:
             worst = last if worst is None or abs(last) > abs(worst) else worst
     f = lambda x: "%+.1f %%" % (100 * x) if x is not None else "-"
-    print("| %s | %s | %s | %.1f | %s | %s |" % (sink, inp, rnd, true / 1e6, f(worst), f(last)))
+    print("| %s | %s | %s | %d | %.1f | %s | %s |" % (sink, inp, tool, rnd, true / 1e6, f(worst), f(last)))

@@ -234,9 +234,6 @@ impl LinkMeter {
 
     /// The link speed in use with `Link::Auto` (None before any write measured it).
     pub(super) fn get(&self) -> Option<f64> {
-        if let Some(r) = self.transferred().and_then(Sums::rate) {
-            return Some(r);
-        }
         let sustained = || self.sustained().map(|(r, _)| r);
         self.drained_rate().map(|(r, _)| r).or_else(sustained).or_else(|| self.accept.get())
     }
@@ -248,15 +245,23 @@ impl LinkMeter {
     /// drains in bursts. Erring low would hold S1 where it is (at `L = N S / f` its rung looks
     /// balanced) and keep the sink from ever pressing again; erring high makes S1 press the
     /// sink, which measures it (None before two blocked writes).
+    ///
+    /// With transfers, the larger of their rate and the writes' drain rate: a lone transfer
+    /// also carries its request's fixed cost (signing, the server's work, the answer), which
+    /// transfers in flight together overlap; writes that block on a full set of transfers in
+    /// flight measure what the sink sustains so.
     fn drained_rate(&self) -> Option<(f64, &Sums)> {
-        if let Some(x) = self.transferred() {
-            return x.rate().map(|r| (r, x));
-        }
-        match (self.drain.rate(), self.all.rate()) {
+        let writes = match (self.drain.rate(), self.all.rate()) {
             (Some(d), Some(a)) if d >= a => Some((d, &self.drain)),
             (_, Some(a)) => Some((a, &self.all)),
             (Some(d), None) => Some((d, &self.drain)),
             (None, None) => None,
+        };
+        let Some(x) = self.transferred() else { return writes };
+        match (x.rate(), writes) {
+            (Some(t), Some((w, sums))) if w > t => Some((w, sums)),
+            (Some(t), _) => Some((t, x)),
+            (None, w) => w,
         }
     }
 
@@ -390,10 +395,15 @@ mod tests {
         let e = m.estimate().unwrap();
         assert!((e.rate / L - 1.0).abs() < 1e-6 && e.settled, "{e:?}");
         assert_eq!(m.get(), Some(e.rate));
-        // Writes that block do not replace it.
-        m.add(1 << 20, 1.0, 0.0, true);
-        m.add(1 << 20, 1.0, 0.0, true);
+        // Writes that block more slowly do not replace it ...
+        m.add(8 << 20, 8.0 * 1048576.0 / (0.9 * L), 0.0, true);
+        m.add(8 << 20, 8.0 * 1048576.0 / (0.9 * L), 0.0, true);
         assert!((m.get().unwrap() / L - 1.0).abs() < 1e-6);
+        // ... but a faster drain rate does: lone transfers carry their requests' fixed costs.
+        for _ in 0..6 {
+            m.add(8 << 20, 8.0 * 1048576.0 / (2.0 * L), 0.0, true);
+        }
+        assert!(m.get().unwrap() > 1.5 * L, "{:?}", m.get());
     }
 
     #[test]
