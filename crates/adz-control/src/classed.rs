@@ -380,6 +380,12 @@ impl Control for ClassedController {
         }
     }
 
+    fn record_transfers(&mut self, parts: &[(u64, std::time::Duration)]) {
+        for c in self.inner.iter_mut().flatten() {
+            c.record_transfers(parts);
+        }
+    }
+
     fn keep_threshold(&self) -> f64 {
         self.primary().keep_threshold()
     }

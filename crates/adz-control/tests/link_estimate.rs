@@ -216,3 +216,31 @@ fn a_fixed_link_is_used_as_given_and_measured_alongside() {
     let e = w.ctl.link_estimate().expect("measured");
     assert!((e.rate / GBE - 1.0).abs() < 0.05, "{e:?}");
 }
+
+#[test]
+fn a_link_faster_than_a_blocked_write_can_show_settles_while_the_sink_is_kept_busy() {
+    // 1200 MB/s: a 1 MiB write takes 0.87 ms, under the 1 ms that tells a block from a copy.
+    // Data that 8 workers compress faster than the link takes it keeps the sink busy; its
+    // backlogged writes, past what a buffer holds, are the link.
+    let quick = anchored("quick", &[("lz4:1", 900.0, 1.3), ("zstd:1", 500.0, 1.5)]);
+    for buffer in [0, 4 * MIB] {
+        for (name, sim) in [
+            ("clean", SimConfig::new(8, TEN_GBE)),
+            ("busy", SimConfig::new(8, TEN_GBE).with_jitter(0.3, 7)),
+        ] {
+            let sim = sim.with_sink_buffer(buffer);
+            let tag = format!("{name} buffer {buffer}");
+            let (w, _) = run(Link::Auto, &sim, &quick, 256);
+            assert!(w.written > 128 * MIB, "{tag}: {}", w.written);
+            let late: Vec<f64> = w.after(64 * MIB).collect();
+            assert!(
+                late.iter().all(|l| (l / TEN_GBE - 1.0).abs() <= 0.05),
+                "{tag}: {:?}",
+                late.iter().map(|l| (l / 1e6) as i64).collect::<Vec<_>>()
+            );
+            let e = w.ctl.link_estimate().expect("measured");
+            assert!(e.settled, "{tag}: {e:?}");
+            assert!(e.low <= TEN_GBE * 1.001 && TEN_GBE <= e.high * 1.001, "{tag}: {e:?}");
+        }
+    }
+}

@@ -211,6 +211,37 @@ pub trait Upload: Send + fmt::Debug {
     fn abandon(self: Box<Self>) -> Result<Option<String>> {
         self.abort().map(|()| None)
     }
+
+    /// Moves the network transfers finished since the last call into `out`, and says whether
+    /// this upload measures them at all (false, the default: its `append` times are all there
+    /// is). An S3 upload reports each part it sent: what the link did, which the time of an
+    /// `append` into its part buffer does not show. A decorator that sets its own pace (a
+    /// throttle) must not pass its inner upload's transfers on.
+    fn take_transfers(&mut self, out: &mut Vec<Transfer>) -> bool {
+        let _ = out;
+        false
+    }
+}
+
+/// One piece of an upload sent over the network (an S3 part): see [`Upload::take_transfers`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct Transfer {
+    /// Bytes sent.
+    pub bytes: u64,
+    /// From the request's start to its answer.
+    pub duration: std::time::Duration,
+    /// How many pieces were in flight on average meanwhile, this one included (at least 1):
+    /// they shared the link.
+    pub in_flight: f64,
+}
+
+impl Transfer {
+    /// The time the link spent on this piece alone, if the pieces in flight shared it
+    /// evenly: `bytes / link_time()` is the link's rate.
+    pub fn link_time(&self) -> std::time::Duration {
+        self.duration.div_f64(self.in_flight.max(1.0))
+    }
 }
 
 /// The name and size of a stored object, as returned by [`Storage::list`].

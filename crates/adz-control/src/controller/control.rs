@@ -20,6 +20,11 @@ pub trait Control {
     fn record_block(&mut self, m: &BlockMeasurement);
     /// What the sink measured for one write.
     fn record_sink(&mut self, m: &SinkMeasurement);
+    /// The network transfers the sink measured (see [`Controller::record_transfers`]); by
+    /// default ignored.
+    fn record_transfers(&mut self, parts: &[(u64, std::time::Duration)]) {
+        let _ = parts;
+    }
     /// A compressed block is kept only if `stored <= raw * keep_threshold()`.
     fn keep_threshold(&self) -> f64;
     /// The current state, for progress and traces.
@@ -67,6 +72,9 @@ impl Control for Controller {
     }
     fn record_sink(&mut self, m: &SinkMeasurement) {
         Controller::record_sink(self, m)
+    }
+    fn record_transfers(&mut self, parts: &[(u64, std::time::Duration)]) {
+        Controller::record_transfers(self, parts)
     }
     fn keep_threshold(&self) -> f64 {
         Controller::keep_threshold(self)

@@ -46,6 +46,8 @@ struct Sequencer<'a> {
     observer: Option<Box<dyn Observer>>,
     /// When the writer was created.
     started: Instant,
+    /// The upload's network transfers since the last write (S3 parts), for the controller.
+    transfers: Vec<adz_store::Transfer>,
 }
 
 /// The sequencer thread: the file header, then every frame from `done_rx` in order. `grow`:
@@ -78,6 +80,7 @@ pub(super) fn sequencer(
         mix_buffers: MixBuffers::new(grow),
         observer,
         started,
+        transfers: Vec::new(),
     };
     s.write_header(&header);
     for done in done_rx.iter() {
@@ -149,8 +152,14 @@ impl Sequencer<'_> {
             waited,
             cpu,
         };
+        // An upload that times its network transfers tells the link better than its buffer.
+        let timed = self.out.upload.take_transfers(&mut self.transfers);
+        let parts: Vec<_> = self.transfers.drain(..).map(|t| (t.bytes, t.link_time())).collect();
         let (status, mixing) = {
             let mut dsp = lock(&self.shared.dispatch);
+            if timed {
+                dsp.controller.record_transfers(&parts);
+            }
             dsp.controller.record_sink(&sink);
             (dsp.controller.status_of(d.class), dsp.controller.compresses_in_mix_of(d.class))
         };

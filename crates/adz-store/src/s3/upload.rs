@@ -1,7 +1,53 @@
 //! One multipart upload to S3: parts sent while the writer goes on, a bounded number in
 //! flight (see the [module docs](super)).
 
+use std::sync::Mutex;
+
 use super::*;
+use crate::Transfer;
+
+/// The parts' requests as the link saw them: how many are active, and the integral of that
+/// count over time, from which a finished part learns how many shared the link with it.
+#[derive(Debug)]
+struct Flights {
+    active: u32,
+    last: Instant,
+    /// Seconds x requests active, since the upload began.
+    area: f64,
+    /// Parts finished and not yet taken by [`Upload::take_transfers`].
+    done: Vec<Transfer>,
+}
+
+impl Flights {
+    /// Brings `area` up to `now`.
+    fn tick(&mut self, now: Instant) {
+        self.area +=
+            f64::from(self.active) * now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = self.last.max(now);
+    }
+
+    /// A request starts: the area at its start.
+    fn begin(this: &Mutex<Flights>) -> (Instant, f64) {
+        let mut f = this.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        f.tick(now);
+        f.active += 1;
+        (now, f.area)
+    }
+
+    /// The request begun at `start` (area `area0`) ended; `bytes`: it sent a part.
+    fn end(this: &Mutex<Flights>, (start, area0): (Instant, f64), bytes: Option<u64>) {
+        let mut f = this.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        f.tick(now);
+        f.active = f.active.saturating_sub(1);
+        let duration = now.saturating_duration_since(start);
+        let Some(bytes) = bytes else { return };
+        let secs = duration.as_secs_f64();
+        let in_flight = if secs > 0.0 { ((f.area - area0) / secs).max(1.0) } else { 1.0 };
+        f.done.push(Transfer { bytes, duration, in_flight });
+    }
+}
 
 /// An upload to S3; see the [module docs](super).
 pub(super) struct S3Upload {
@@ -21,6 +67,8 @@ pub(super) struct S3Upload {
     done: Vec<PartId>,
     /// A part failed: the upload can only be aborted.
     failed: bool,
+    /// The parts' requests, timed for [`Upload::take_transfers`].
+    flights: Arc<Mutex<Flights>>,
 }
 
 impl fmt::Debug for S3Upload {
@@ -50,6 +98,12 @@ impl S3Upload {
             in_flight: VecDeque::new(),
             done: Vec::new(),
             failed: false,
+            flights: Arc::new(Mutex::new(Flights {
+                active: 0,
+                last: Instant::now(),
+                area: 0.0,
+                done: Vec::new(),
+            })),
         }
     }
 
@@ -90,11 +144,17 @@ impl S3Upload {
         let (p, name) = (self.path.clone(), self.name.clone());
         let id = self.multipart.clone().expect("set above");
         let index = self.next_part;
+        let bytes = data.len() as u64;
         let payload = PutPayload::from(data);
+        let flights = Arc::clone(&self.flights);
         self.in_flight.push_back(self.shared.runtime.spawn(async move {
             let started = Instant::now();
             for attempt in 1.. {
-                match client.put_part(&p, &id, index, payload.clone()).await {
+                // Each attempt is timed; only one that sent the part is reported.
+                let begun = Flights::begin(&flights);
+                let sent = client.put_part(&p, &id, index, payload.clone()).await;
+                Flights::end(&flights, begun, sent.as_ref().ok().map(|_| bytes));
+                match sent {
                     Ok(part) => return Ok(part),
                     Err(e) => {
                         let err = remote_error("upload part", &name, e);
@@ -197,6 +257,13 @@ impl Upload for S3Upload {
 
     fn bytes_written(&self) -> u64 {
         self.written
+    }
+
+    /// Every part sent: its bytes, its request's time, and how many parts shared the link.
+    fn take_transfers(&mut self, out: &mut Vec<Transfer>) -> bool {
+        let mut f = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        out.append(&mut f.done);
+        true
     }
 
     fn commit(mut self: Box<Self>) -> Result<u64> {
