@@ -14,6 +14,7 @@ mod link;
 mod measure;
 mod mix;
 mod pace;
+mod plan;
 mod probe;
 mod schedule;
 mod shadow;
