@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use adz_control::{entropy_coded, Ladder};
+use adz_control::{entropy_coded, Ladder, KEEP_THRESHOLD};
 use adz_format::{
     CodecId, CodecSpec, FileHeader, FrameHeader, IndexEntry, TrailerBuilder, FILE_HEADER_LEN,
     FRAME_HEADER_LEN,
@@ -289,11 +289,8 @@ struct Worker {
 }
 
 /// A raw frame is re-encoded only if the probe rung, zstd level 1 (the controller's probe
-/// rung with an entropy stage, a few ms per MiB), saves at least [`PROBE_KEEP`] of it.
+/// rung with an entropy stage, a few ms per MiB), saves what the controller's default keep threshold asks ([`KEEP_THRESHOLD`]).
 const PROBE_LEVEL: i32 = 1;
-
-/// The probe's keep threshold: the controller's (a block is kept compressed if it saves 3 %).
-const PROBE_KEEP: f64 = 0.97;
 
 impl Worker {
     fn new() -> Worker {
@@ -338,7 +335,7 @@ impl Worker {
             self.probe.clear();
             let p = self
                 .enc
-                .encode(&self.raw, h.raw_offset, probe, filters, PROBE_KEEP, &mut self.probe)
+                .encode(&self.raw, h.raw_offset, probe, filters, KEEP_THRESHOLD, &mut self.probe)
                 .map_err(damaged)?;
             if p.stored_raw() {
                 // Incompressible. Without filters the probe's frame is the old payload under

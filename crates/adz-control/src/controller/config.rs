@@ -107,7 +107,7 @@ impl ControllerConfig {
             alpha_fast: 0.15,
             alpha_rung: 0.3,
             rung_memory: 4096.0,
-            keep_threshold: 0.97,
+            keep_threshold: KEEP_THRESHOLD,
             // Static means one codec and level: a block it cannot shrink is stored raw, but
             // there is no probe mode (raw without an attempt, probes with other codecs).
             probe_after: if matches!(strategy, Strategy::Static(_)) { 0 } else { 1 },
@@ -224,6 +224,10 @@ pub const SERIAL_SAMPLE: f64 = 1.0 / 64.0;
 /// only costs a little ratio on the first blocks. The predictor guesses unmeasured rungs'
 /// costs with it too.
 pub const INITIAL_LEVEL: f64 = 0.5;
+
+/// The default [`ControllerConfig::keep_threshold`]: a compressed block is kept only if it
+/// saves 3 % (a probe that saves less says the data is incompressible).
+pub const KEEP_THRESHOLD: f64 = 0.97;
 
 impl ControllerConfig {
     /// The same configuration with out-of-range tunables clamped to usable values.

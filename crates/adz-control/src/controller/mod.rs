@@ -21,7 +21,7 @@ mod shadow;
 
 use adz_format::{CodecSpec, FilterSpec, Filters};
 
-pub use self::config::{ControllerConfig, INITIAL_LEVEL};
+pub use self::config::{ControllerConfig, INITIAL_LEVEL, KEEP_THRESHOLD};
 pub use self::control::Control;
 use self::decide::Lane;
 pub use self::decide::RATIO_TIE;
