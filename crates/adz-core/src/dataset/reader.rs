@@ -89,7 +89,7 @@ impl DatasetReader {
     /// Checks every part: that it is the part the manifest committed (size, length, trailer
     /// checksum), then every frame decoded and its checksum. A bad part does not stop the
     /// others; in a bad part every bad frame is named. `progress` is told the raw bytes
-    /// checked so far. At most [`VERIFY_FRAMES`] decoded frames per part are held at a time.
+    /// checked so far. A few decoded frames per part are held at a time (`VERIFY_FRAMES`).
     pub fn verify(&self, mut progress: impl FnMut(u64)) -> Vec<PartCheck> {
         let mut done = 0u64;
         let mut out = Vec::with_capacity(self.manifest.parts.len());
