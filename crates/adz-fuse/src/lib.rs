@@ -1,4 +1,5 @@
-//! `adz mount`: a read-write POSIX file system (FUSE) over a directory of adz files.
+//! `adz mount`: a read-write POSIX file system (FUSE) over a directory of adz files, or over
+//! a prefix of an object store ([`mount_store`], directories as prefixes).
 //!
 //! Each regular file `NAME.adz` in the source directory appears as `NAME` with its raw size;
 //! other entries pass through. Reads decode only the frames a range needs, through one LRU of
@@ -64,6 +65,14 @@ pub enum Error {
         /// Why.
         source: io::Error,
     },
+    /// The object store cannot be used (unreachable, no such bucket, a bad prefix).
+    #[error("source {location}: {source}")]
+    Store {
+        /// `s3://bucket/prefix`.
+        location: String,
+        /// Why.
+        source: adz_core::store::Error,
+    },
     /// Invalid options.
     #[error(transparent)]
     Core(#[from] adz_core::Error),
@@ -92,6 +101,9 @@ pub struct MountOptions {
     /// Stream files written in order through the pipeline as they are written (default);
     /// false stages every written file and compresses it on close, as before decision 0042.
     pub stream_writes: bool,
+    /// Where the staging files of a mount over an object store go ([`mount_store`]); default
+    /// `$TMPDIR/adz-mount-spool`. A local source stages in `SOURCE/.adz-staging`.
+    pub spool: Option<PathBuf>,
 }
 
 impl Default for MountOptions {
@@ -105,6 +117,7 @@ impl Default for MountOptions {
             fuse_threads: 4,
             throttle: None,
             stream_writes: true,
+            spool: None,
         }
     }
 }
@@ -202,9 +215,31 @@ impl Unmounter {
 pub fn mount(source: &Path, mountpoint: &Path, opts: MountOptions) -> Result<Mount, Error> {
     opts.write.check()?;
     let fs = AdzFs::new(source, &opts)?;
+    serve(fs, &source.display().to_string(), mountpoint, &opts)
+}
+
+/// Mount the objects of `store` under `prefix` (`""` for all; directories are the prefixes
+/// ending in `/`), e.g. an S3 bucket, on `mountpoint`. `label` names the source in messages
+/// and in the mount table (`s3://bucket/prefix`). Staging files go to
+/// [`MountOptions::spool`]. docs/MOUNT.md says what an object store cannot do.
+pub fn mount_store(
+    store: std::sync::Arc<dyn adz_core::store::Storage>,
+    prefix: &str,
+    label: &str,
+    mountpoint: &Path,
+    opts: MountOptions,
+) -> Result<Mount, Error> {
+    opts.write.check()?;
+    let s3 = fs::S3Source::new(store, prefix, label.trim_end_matches('/').to_owned() + "/")
+        .map_err(|source| Error::Store { location: label.to_owned(), source })?;
+    let fs = AdzFs::on_store(s3, &opts)?;
+    serve(fs, label, mountpoint, &opts)
+}
+
+fn serve(fs: AdzFs, label: &str, mountpoint: &Path, opts: &MountOptions) -> Result<Mount, Error> {
     let counters = fs.counters();
     let mut mount_options = vec![
-        fuser::MountOption::FSName(format!("adz:{}", source.display())),
+        fuser::MountOption::FSName(format!("adz:{label}")),
         fuser::MountOption::Subtype("adz".to_owned()),
         fuser::MountOption::DefaultPermissions,
     ];

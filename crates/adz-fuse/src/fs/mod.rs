@@ -36,12 +36,15 @@ mod frames;
 mod namespace;
 mod ops;
 mod read;
+mod source;
 mod write;
 
 pub(crate) use frames::Counters;
 use frames::{Frames, Seq};
 use namespace::*;
 use read::*;
+pub(crate) use source::S3Source;
+use source::{Ident, Meta};
 use write::*;
 
 /// How long the kernel may cache a name. Changes made through the mount invalidate it;
@@ -112,6 +115,12 @@ enum Handle {
         ino: u64,
         file: Arc<File>,
     },
+    /// An object of an object store that is not an adz file: read as it is.
+    Object {
+        ino: u64,
+        key: String,
+        len: u64,
+    },
     /// `seq`: where its reads stand, for read-ahead; `writes`: opened for writing.
     Adz {
         ino: u64,
@@ -161,7 +170,10 @@ impl State {
 
 /// The file system served by a mount (see the crate docs).
 pub struct AdzFs {
+    /// The source directory; for an object store, the spool directory (never listed).
     root: PathBuf,
+    /// The bucket prefix served, when the source is an object store.
+    s3: Option<S3Source>,
     staging_dir: PathBuf,
     storage: LocalStorage,
     /// For the empty file a create publishes at once: no fsync (its content is nothing).
@@ -193,8 +205,39 @@ impl AdzFs {
     /// The file system over `source` (an existing directory).
     pub fn new(source: &Path, opts: &MountOptions) -> Result<AdzFs, Error> {
         let root = fs::canonicalize(source).map_err(|e| src_err_at(source, e))?;
-        let storage = LocalStorage::new(&root).map_err(|e| src_err_at(&root, e.into()))?;
         let staging_dir = root.join(STAGING_DIR);
+        AdzFs::build(root, staging_dir, None, opts)
+    }
+
+    /// The file system over an object store's prefix; staging files go to `opts.spool`.
+    pub(crate) fn on_store(s3: S3Source, opts: &MountOptions) -> Result<AdzFs, Error> {
+        let spool = match &opts.spool {
+            Some(p) => p.clone(),
+            None => std::env::temp_dir().join("adz-mount-spool"),
+        };
+        if !opts.read_only {
+            match fs::create_dir_all(&spool) {
+                Ok(()) => fs::set_permissions(&spool, fs::Permissions::from_mode(0o700))
+                    .map_err(|e| src_err_at(&spool, e))?,
+                Err(e) => return Err(src_err_at(&spool, e)),
+            }
+        }
+        let spool = fs::canonicalize(&spool).unwrap_or(spool);
+        AdzFs::build(spool.clone(), spool, Some(s3), opts)
+    }
+
+    fn build(
+        root: PathBuf,
+        staging_dir: PathBuf,
+        s3: Option<S3Source>,
+        opts: &MountOptions,
+    ) -> Result<AdzFs, Error> {
+        let storage = if s3.is_some() && opts.read_only {
+            LocalStorage::new(std::env::temp_dir())
+        } else {
+            LocalStorage::new(&root)
+        }
+        .map_err(|e| src_err_at(&root, e.into()))?;
         if !opts.read_only {
             match fs::create_dir(&staging_dir) {
                 Ok(()) => fs::set_permissions(&staging_dir, fs::Permissions::from_mode(0o700))
@@ -220,6 +263,7 @@ impl AdzFs {
             quick_storage: storage.clone().sync_on_commit(false),
             storage,
             root,
+            s3,
             staging_dir,
             write: opts.write.clone(),
             throttle: opts.throttle,
@@ -242,7 +286,9 @@ impl AdzFs {
         st.next_fh += 1;
         let fh = st.next_fh;
         let ino = match &h {
-            Handle::Plain { ino, .. } | Handle::Adz { ino, .. } => *ino,
+            Handle::Plain { ino, .. } | Handle::Adz { ino, .. } | Handle::Object { ino, .. } => {
+                *ino
+            }
         };
         if let Some(n) = st.nodes.get_mut(&ino) {
             n.open += 1;
@@ -263,6 +309,14 @@ impl AdzFs {
             Kind::Plain => {
                 if meta.is_dir() {
                     return Err(Errno::EISDIR);
+                }
+                if self.s3.is_some() {
+                    // Objects that are not adz files are read as they are, never changed.
+                    if writes {
+                        return Err(Errno::EPERM);
+                    }
+                    let key = path.to_str().ok_or(Errno::EINVAL)?.to_owned();
+                    return Ok(self.new_handle(Handle::Object { ino, key, len: meta.len }));
                 }
                 let file = OpenOptions::new()
                     .read(acc != libc::O_WRONLY)
@@ -291,7 +345,7 @@ impl AdzFs {
         let mut st = lock(&self.state);
         let h = st.handles.remove(&fh)?;
         let (ino, adz) = match h {
-            Handle::Plain { ino, .. } => (ino, false),
+            Handle::Plain { ino, .. } | Handle::Object { ino, .. } => (ino, false),
             Handle::Adz { ino, .. } => (ino, true),
         };
         let mut last = false;

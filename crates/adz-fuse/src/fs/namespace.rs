@@ -45,21 +45,21 @@ pub(super) fn time(secs: i64, nsecs: i64) -> SystemTime {
     }
 }
 
-pub(super) fn attr(ino: u64, m: &Metadata, size: u64, times_from: &Metadata) -> FileAttr {
+pub(super) fn attr(ino: u64, m: &Meta, size: u64, times_from: &Meta) -> FileAttr {
     FileAttr {
         ino: INodeNo(ino),
         size,
-        blocks: m.blocks(),
-        atime: time(times_from.atime(), times_from.atime_nsec()),
-        mtime: time(times_from.mtime(), times_from.mtime_nsec()),
-        ctime: time(times_from.ctime(), times_from.ctime_nsec()),
-        crtime: time(m.ctime(), m.ctime_nsec()),
-        kind: kind_of(m.file_type()),
-        perm: (m.mode() & 0o7777) as u16,
-        nlink: m.nlink() as u32,
-        uid: m.uid(),
-        gid: m.gid(),
-        rdev: m.rdev() as u32,
+        blocks: m.blocks,
+        atime: times_from.atime,
+        mtime: times_from.mtime,
+        ctime: times_from.ctime,
+        crtime: m.crtime,
+        kind: m.kind,
+        perm: m.mode as u16,
+        nlink: m.nlink,
+        uid: m.uid,
+        gid: m.gid,
+        rdev: m.rdev,
         blksize: 4096,
         flags: 0,
     }
@@ -83,34 +83,66 @@ pub(super) fn set_times(p: &Path, a: &TimeSpec, m: &TimeSpec) -> io::Result<()> 
 
 impl AdzFs {
     pub(super) fn hidden(&self, parent: &Path, name: &OsStr) -> bool {
+        if self.s3.is_some() {
+            return name == source::DIR_MARKER || is_temp_name(name);
+        }
         (parent.as_os_str().is_empty() && name == STAGING_DIR) || is_temp_name(name)
     }
 
     /// What `rel` is backed by: `NAME.adz` (a regular file) wins over `NAME`; a regular file
     /// named `*.adz` is only ever seen without its suffix.
-    pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Metadata), Errno> {
+    /// On an object store the path returned is the object's key (or the prefix's).
+    pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Meta), Errno> {
+        if let Some(s3) = &self.s3 {
+            return s3.resolve(rel);
+        }
         let plain = self.root.join(rel);
         if rel.as_os_str().is_empty() {
             let m = fs::symlink_metadata(&plain).map_err(|e| errno(&e))?;
-            return Ok((Kind::Plain, plain, m));
+            return Ok((Kind::Plain, plain, Meta::local(&m)));
         }
         let adz = with_adz(&plain);
         if let Ok(m) = fs::symlink_metadata(&adz) {
             if m.is_file() {
-                return Ok((Kind::Adz, adz, m));
+                return Ok((Kind::Adz, adz, Meta::local(&m)));
             }
         }
         let m = fs::symlink_metadata(&plain).map_err(|e| errno(&e))?;
         if m.is_file() && rel.file_name().is_some_and(has_adz_suffix) {
             return Err(Errno::ENOENT);
         }
-        Ok((Kind::Plain, plain, m))
+        Ok((Kind::Plain, plain, Meta::local(&m)))
     }
 
     /// The object name of the adz file behind `rel` (UTF-8, `/`-separated).
     pub(super) fn object_name(rel: &Path) -> Result<String, Errno> {
         let s = rel.to_str().ok_or(Errno::EINVAL)?;
         Ok(format!("{s}.adz"))
+    }
+
+    /// The name of the adz file behind `rel` in [`AdzFs::store`]: for an object store, with
+    /// the mount's prefix.
+    pub(super) fn key(&self, rel: &Path) -> Result<String, Errno> {
+        match &self.s3 {
+            Some(s3) => Ok(format!("{}.adz", s3.key(rel)?)),
+            None => Self::object_name(rel),
+        }
+    }
+
+    /// Where adz files are written: the source directory or the object store.
+    pub(super) fn store(&self) -> &dyn Storage {
+        match &self.s3 {
+            Some(s3) => &*s3.store,
+            None => &self.storage,
+        }
+    }
+
+    /// How messages name the adz file behind `rel`.
+    pub(super) fn shown(&self, key: &str) -> PathBuf {
+        match &self.s3 {
+            Some(s3) => PathBuf::from(format!("{}{}", s3.label, &key[s3.prefix.len()..])),
+            None => self.root.join(key),
+        }
     }
 
     pub(super) fn getattr_ino(&self, ino: u64) -> Result<FileAttr, Errno> {
@@ -124,12 +156,12 @@ impl AdzFs {
             // Being written: size and times of the staged bytes. Once committed, those of the
             // adz file, so that they do not change when the staging file goes away.
             if let Some(f) = g.file.as_ref().filter(|_| g.dirty) {
-                let sm = f.metadata().map_err(|e| errno(&e))?;
+                let sm = Meta::local(&f.metadata().map_err(|e| errno(&e))?);
                 let meta = match self.resolve(&rel) {
                     Ok((_, _, m)) => m,
                     Err(_) => sm.clone(), // unlinked while open
                 };
-                return Ok(attr(ino, &meta, sm.len(), &sm));
+                return Ok(attr(ino, &meta, sm.len, &sm));
             }
             if let Some(st) = g.stream.as_ref().filter(|_| g.dirty) {
                 // (An unlink stages a stream: its name is there.)
@@ -146,9 +178,9 @@ impl AdzFs {
             Kind::Adz => match self.reader_for(ino, &path, &meta) {
                 Ok(r) => r.reader.len(),
                 // Not a readable adz file: shown with its stored size; reads fail with EIO.
-                Err(_) => meta.len(),
+                Err(_) => meta.len,
             },
-            Kind::Plain => meta.len(),
+            Kind::Plain => meta.len,
         };
         Ok(attr(ino, &meta, size, &meta))
     }
@@ -168,24 +200,32 @@ impl AdzFs {
     }
 
     pub(super) fn list(&self, rel: &Path) -> Result<Vec<(OsString, FileType)>, Errno> {
-        let dir = self.root.join(rel);
+        let stored = match &self.s3 {
+            Some(s3) => s3.entries(rel)?,
+            None => {
+                let mut v = Vec::new();
+                for e in fs::read_dir(self.root.join(rel)).map_err(|e| errno(&e))? {
+                    let e = e.map_err(|e| errno(&e))?;
+                    v.push((e.file_name(), kind_of(e.file_type().map_err(|e| errno(&e))?)));
+                }
+                v
+            }
+        };
         let mut names: Vec<(OsString, FileType)> = Vec::new();
         let mut adz_names = HashSet::new();
         let mut plain = Vec::new();
-        for e in fs::read_dir(&dir).map_err(|e| errno(&e))? {
-            let e = e.map_err(|e| errno(&e))?;
-            let name = e.file_name();
+        for (name, ft) in stored {
             if self.hidden(rel, &name) {
                 continue;
             }
-            let ft = e.file_type().map_err(|e| errno(&e))?;
-            if ft.is_file() && has_adz_suffix(&name) {
+            let is_file = ft == FileType::RegularFile;
+            if is_file && has_adz_suffix(&name) {
                 let b = name.as_bytes();
                 let visible = OsString::from_vec(b[..b.len() - 4].to_vec());
                 adz_names.insert(visible.clone());
                 names.push((visible, FileType::RegularFile));
-            } else if !(ft.is_file() && name.as_bytes().ends_with(b".adz")) {
-                plain.push((name, kind_of(ft)));
+            } else if !(is_file && name.as_bytes().ends_with(b".adz")) {
+                plain.push((name, ft));
             }
         }
         // A plain NAME is hidden by NAME.adz.
@@ -234,7 +274,18 @@ impl AdzFs {
                 self.restage(i, g)?;
             }
         }
-        let (kind, src, _) = self.resolve(from)?;
+        let (kind, src, meta) = self.resolve(from)?;
+        if let Some(s3) = &self.s3 {
+            s3.rename(kind, &src, &meta, from, to)?;
+            let mut st = lock(&self.state);
+            st.detach(to);
+            st.move_paths(from, to);
+            // Their readers read the old keys, deleted now.
+            for n in st.nodes.values_mut().filter(|n| n.path.starts_with(to)) {
+                n.reader = None;
+            }
+            return Ok(());
+        }
         let (dst, other) = match kind {
             Kind::Adz => (with_adz(&self.root.join(to)), self.root.join(to)),
             Kind::Plain => (self.root.join(to), with_adz(&self.root.join(to))),
@@ -248,6 +299,15 @@ impl AdzFs {
         }
         let mut st = lock(&self.state);
         st.detach(to);
+        st.move_paths(from, to);
+        Ok(())
+    }
+}
+
+impl State {
+    /// The paths at and below `from` are now at and below `to`.
+    fn move_paths(&mut self, from: &Path, to: &Path) {
+        let st = self;
         let moved: Vec<(PathBuf, u64)> = st
             .by_path
             .iter()
@@ -264,6 +324,5 @@ impl AdzFs {
                 n.path = new;
             }
         }
-        Ok(())
     }
 }

@@ -56,8 +56,17 @@ impl fuser::Filesystem for AdzFs {
             let ino = ino.0;
             let rel = lock(&self.state).path(ino)?;
             let (kind, path, meta) = self.resolve(&rel)?;
+            // An object store keeps no mode or owner; sizes of other objects do not change.
+            if self.s3.is_some()
+                && (mode.is_some()
+                    || uid.is_some()
+                    || gid.is_some()
+                    || (size.is_some() && kind == Kind::Plain && !meta.is_dir()))
+            {
+                return Err(Errno::EPERM);
+            }
             if let Some(mode) = mode {
-                if !meta.file_type().is_symlink() {
+                if !meta.is_symlink() {
                     fs::set_permissions(&path, fs::Permissions::from_mode(mode & 0o7777))
                         .map_err(|e| errno(&e))?;
                 }
@@ -93,7 +102,11 @@ impl fuser::Filesystem for AdzFs {
             }
             if atime.is_some() || mtime.is_some() {
                 let (a, m) = (timespec(atime), timespec(mtime));
-                set_times(&path, &a, &m).map_err(|e| errno(&e))?;
+                // On an object store times are accepted and not kept (an object's mtime is
+                // when it was written), so that touch, cp -p and tar x work.
+                if self.s3.is_none() {
+                    set_times(&path, &a, &m).map_err(|e| errno(&e))?;
+                }
                 if let Some(s) = self.node_staging(ino) {
                     let mut g = lock(&s);
                     if g.file.is_some() {
@@ -113,9 +126,10 @@ impl fuser::Filesystem for AdzFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let r = lock(&self.state)
-            .path(ino.0)
-            .and_then(|rel| fs::read_link(self.root.join(rel)).map_err(|e| errno(&e)));
+        let r = lock(&self.state).path(ino.0).and_then(|rel| match self.s3 {
+            Some(_) => Err(Errno::EINVAL),
+            None => fs::read_link(self.root.join(rel)).map_err(|e| errno(&e)),
+        });
         match r {
             Ok(t) => reply.data(t.as_os_str().as_bytes()),
             Err(e) => reply.error(e),
@@ -150,6 +164,10 @@ impl fuser::Filesystem for AdzFs {
             if self.resolve(&rel).is_ok() {
                 return Err(Errno::EEXIST);
             }
+            if let Some(s3) = &self.s3 {
+                s3.mkdir(&rel)?;
+                return self.entry(&rel);
+            }
             fs::create_dir(&p).map_err(|e| errno(&e))?;
             fs::set_permissions(&p, fs::Permissions::from_mode(mode & !umask & 0o7777))
                 .map_err(|e| errno(&e))?;
@@ -180,7 +198,10 @@ impl fuser::Filesystem for AdzFs {
                     self.restage(i, g)?;
                 }
             }
-            fs::remove_file(path).map_err(|e| errno(&e))?;
+            match &self.s3 {
+                Some(s3) => s3.delete(path.to_str().ok_or(Errno::EINVAL)?)?,
+                None => fs::remove_file(path).map_err(|e| errno(&e))?,
+            }
             lock(&self.state).detach(&rel);
             Ok(())
         });
@@ -193,7 +214,10 @@ impl fuser::Filesystem for AdzFs {
             if !meta.is_dir() {
                 return Err(Errno::ENOTDIR);
             }
-            fs::remove_dir(path).map_err(|e| errno(&e))?;
+            match &self.s3 {
+                Some(s3) => s3.rmdir(&rel)?,
+                None => fs::remove_dir(path).map_err(|e| errno(&e))?,
+            }
             lock(&self.state).detach(&rel);
             Ok(())
         });
@@ -211,6 +235,9 @@ impl fuser::Filesystem for AdzFs {
         let r = self.writable().and_then(|()| self.child(parent, link_name)).and_then(|rel| {
             if self.resolve(&rel).is_ok() {
                 return Err(Errno::EEXIST);
+            }
+            if self.s3.is_some() {
+                return Err(Errno::EPERM);
             }
             let p = self.root.join(&rel);
             std::os::unix::fs::symlink(target, &p).map_err(|e| errno(&e))?;
@@ -281,7 +308,7 @@ impl fuser::Filesystem for AdzFs {
                 if mode & libc::S_IFMT != 0 && mode & libc::S_IFMT != libc::S_IFREG {
                     return Err(Errno::EPERM);
                 }
-                let name = Self::object_name(&rel)?;
+                let name = self.key(&rel)?;
                 self.put_empty(&name, mode & !umask & 0o7777, self.owner(req))?;
             }
             let ino = lock(&self.state).ino_for(&rel);
@@ -313,12 +340,24 @@ impl fuser::Filesystem for AdzFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let (plain, seq) = match lock(&self.state).handles.get(&fh.0) {
-            Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), None),
-            Some(Handle::Adz { seq, .. }) => (None, Some(Arc::clone(seq))),
+        let (plain, seq, object) = match lock(&self.state).handles.get(&fh.0) {
+            Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), None, None),
+            Some(Handle::Adz { seq, .. }) => (None, Some(Arc::clone(seq)), None),
+            Some(Handle::Object { key, len, .. }) => (None, None, Some((key.clone(), *len))),
             None => return reply.error(Errno::EBADF),
         };
         let r = (|| -> Result<Bytes, Errno> {
+            if let (Some((key, len)), Some(s3)) = (object, &self.s3) {
+                let end = offset.saturating_add(u64::from(size)).min(len);
+                if offset >= end {
+                    return Ok(Bytes::Owned(Vec::new()));
+                }
+                return s3
+                    .store
+                    .get_range(&key, offset..end)
+                    .map(Bytes::Owned)
+                    .map_err(|e| s3.fail("reading", &key, &e));
+            }
             if let Some(f) = plain {
                 return read_file_at(&f, offset, size).map(Bytes::Owned);
             }
@@ -360,7 +399,7 @@ impl fuser::Filesystem for AdzFs {
         let h = match lock(&self.state).handles.get(&fh.0) {
             Some(Handle::Plain { file, .. }) => Err(Arc::clone(file)),
             Some(Handle::Adz { append, .. }) => Ok(*append),
-            None => return reply.error(Errno::EBADF),
+            Some(Handle::Object { .. }) | None => return reply.error(Errno::EBADF),
         };
         let r = (|| -> Result<(), Errno> {
             self.writable()?;
@@ -413,12 +452,14 @@ impl fuser::Filesystem for AdzFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let plain = match lock(&self.state).handles.get(&fh.0) {
-            Some(Handle::Plain { file, .. }) => Some(Arc::clone(file)),
-            _ => None,
+        let (plain, object) = match lock(&self.state).handles.get(&fh.0) {
+            Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), false),
+            Some(Handle::Object { .. }) => (None, true),
+            _ => (None, false),
         };
         let r = match plain {
             Some(f) => f.sync_all().map_err(|e| errno(&e)),
+            None if object => Ok(()),
             None => self.commit(ino.0),
         };
         answer(reply, r)
@@ -465,6 +506,9 @@ impl fuser::Filesystem for AdzFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
+        if self.s3.is_some() {
+            return reply.ok();
+        }
         let r = lock(&self.state).path(ino.0).and_then(|rel| {
             File::open(self.root.join(rel)).and_then(|d| d.sync_all()).map_err(|e| errno(&e))
         });
@@ -472,6 +516,11 @@ impl fuser::Filesystem for AdzFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        if self.s3.is_some() {
+            // A bucket has no size: as other object-store file systems, say 1 PiB, all free.
+            let blocks = 1 << 38;
+            return reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, 1020, 4096);
+        }
         match nix::sys::statvfs::statvfs(&self.root) {
             Ok(s) => reply.statfs(
                 s.blocks(),

@@ -7,11 +7,7 @@ use super::*;
 pub(super) struct OpenReader {
     pub(super) reader: Reader,
     pub(super) id: u64,
-    pub(super) ident: (u64, u64, i64, i64, u64),
-}
-
-pub(super) fn ident(m: &Metadata) -> (u64, u64, i64, i64, u64) {
-    (m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.len())
+    pub(super) ident: Ident,
 }
 
 /// A read-only [`Storage`] over one open file (the reader's version of an adz file).
@@ -70,22 +66,32 @@ impl AdzFs {
         &self,
         ino: u64,
         path: &Path,
-        meta: &Metadata,
+        meta: &Meta,
     ) -> Result<Arc<OpenReader>, Errno> {
         if let Some(r) = lock(&self.state).nodes.get(&ino).and_then(|n| n.reader.clone()) {
-            if r.ident == ident(meta) {
+            if r.ident == meta.ident {
                 return Ok(r);
             }
         }
-        let file = File::open(path).map_err(|e| errno(&e))?;
-        let id = ident(&file.metadata().map_err(|e| errno(&e))?);
         let opts =
             ReaderOptions { cache_bytes: 0, threads: self.decode_threads, ..Default::default() };
-        let reader = Reader::open(Arc::new(FdStorage { file }), &path.display().to_string(), opts)
-            .map_err(|e| {
-                log::error!("{}: cannot open: {}", path.display(), chain(&e));
-                Errno::EIO
-            })?;
+        // Locally the reader holds the file open (a later commit renames over the name); an
+        // object is read by name, its version told by size and last-modified.
+        let (reader, id) = match &self.s3 {
+            Some(s3) => {
+                let key = path.to_str().ok_or(Errno::EINVAL)?;
+                (Reader::open(Arc::clone(&s3.store), key, opts), meta.ident)
+            }
+            None => {
+                let file = File::open(path).map_err(|e| errno(&e))?;
+                let id = Meta::local(&file.metadata().map_err(|e| errno(&e))?).ident;
+                (Reader::open(Arc::new(FdStorage { file }), &path.display().to_string(), opts), id)
+            }
+        };
+        let reader = reader.map_err(|e| {
+            log::error!("{}: cannot open: {}", path.display(), chain(&e));
+            Errno::EIO
+        })?;
         let r = Arc::new(OpenReader {
             reader,
             id: READER_ID.fetch_add(1, Ordering::Relaxed),

@@ -39,11 +39,38 @@ pub(super) struct Stream {
 #[derive(Debug)]
 struct Live {
     writer: Writer,
-    /// Where the finished writer left its file (see [`Hold`]).
-    kept: Arc<Mutex<Option<String>>>,
-    /// `NAME.adz`, where a commit renames the temporary.
+    /// Where the finished writer left its file (see [`Hold`]); None on an object store, where
+    /// the writer uploads to the name itself and finishing publishes.
+    kept: Option<Arc<Mutex<Option<String>>>>,
+    /// `NAME.adz`, where a commit renames the temporary (on an object store, its key).
     target: PathBuf,
+    /// On an object store, the raw bytes streamed, also written to a spool file: the upload
+    /// cannot be read back before it is committed, so a fallback stages from here.
+    tee: Option<Tee>,
     _slot: Slot,
+}
+
+/// A spool file holding a copy of a stream's raw bytes; deleted when dropped, unless kept
+/// (a killed daemon leaves it, as it leaves a staging file).
+#[derive(Debug)]
+struct Tee {
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl Tee {
+    fn keep(mut self) -> (File, PathBuf) {
+        let file = self.file.take().expect("a tee has its file until kept");
+        (file, std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// One of the mount's [`MAX_STREAMS`], given back when dropped.
@@ -195,6 +222,12 @@ impl AdzFs {
             st.live = Some(self.start_stream(ino, slot)?);
         }
         let live = st.live.as_mut().expect("started above");
+        if let Some(f) = live.tee.as_ref().and_then(|t| t.file.as_ref()) {
+            f.write_all_at(data, st.len).map_err(|e| {
+                log::error!("{}: writing the spool copy failed: {e}", live.target.display());
+                errno(&e)
+            })?;
+        }
         live.writer.write(data).map_err(|e| {
             log::error!("{}: streaming a write failed: {}", live.target.display(), chain(&e));
             Errno::EIO
@@ -207,22 +240,29 @@ impl AdzFs {
 
     fn start_stream(&self, ino: u64, slot: Slot) -> Result<Live, Errno> {
         let rel = lock(&self.state).path(ino)?;
-        let name = Self::object_name(&rel)?;
-        let target = self.root.join(&name);
+        let name = self.key(&rel)?;
+        let target = if self.s3.is_some() { PathBuf::from(&name) } else { self.root.join(&name) };
         let fail = |what: &str, e: &dyn std::error::Error| {
-            log::error!("{}: {what}: {e}", target.display());
+            log::error!("{}: {what}: {e}", self.shown(&name).display());
             Errno::EIO
         };
-        let kept = Arc::default();
-        let upload = self.storage.create(&name).map_err(|e| fail("cannot create", &e))?;
-        let mut upload: Box<dyn Upload> = Box::new(Hold { inner: upload, kept: Arc::clone(&kept) });
+        let upload = self.store().create(&name).map_err(|e| fail("cannot create", &e))?;
+        // An object store's upload is invisible until committed, and a killed daemon leaves
+        // an incomplete multipart upload, never an object: the stream writes the name itself.
+        let (mut upload, kept, tee): (Box<dyn Upload>, _, _) = if self.s3.is_some() {
+            let (file, path) = self.new_staging_file(ino)?;
+            (upload, None, Some(Tee { file: Some(file), path }))
+        } else {
+            let kept = Arc::default();
+            (Box::new(Hold { inner: upload, kept: Arc::clone(&kept) }), Some(kept), None)
+        };
         if let Some(rate) = self.throttle {
             upload = self.throttled(upload, rate);
         }
         let mut opts = self.write.clone();
         opts.link_guess = opts.link_guess.or(self.throttle);
         let writer = Writer::with_upload(upload, opts).map_err(|e| fail("cannot start", &e))?;
-        Ok(Live { writer, kept, target, _slot: slot })
+        Ok(Live { writer, kept, target, tee, _slot: slot })
     }
 
     /// As `adz compress --throttle`: a burst of 0.5 ms absorbs sleep jitter only.
@@ -231,15 +271,30 @@ impl AdzFs {
         Throttled::new(NullStorage::new(), rate).burst(burst).wrap_upload(upload)
     }
 
-    /// Finish a stream's writer: the path of the complete adz file it left.
-    fn finish_live(live: Live) -> Result<PathBuf, Errno> {
-        let Live { writer, kept, target, _slot } = live;
+    /// Finish a stream's writer: the path of the complete adz file it left, or None when it
+    /// was published under its name (an object store).
+    fn finish_live(live: Live) -> Result<Option<PathBuf>, Errno> {
+        let Live { writer, kept, target, tee, _slot } = live;
+        drop(tee);
         writer.finish().map_err(|e| {
             log::error!("{}: finishing the stream failed: {}", target.display(), chain(&e));
             Errno::EIO
         })?;
-        let at = lock(&kept).take().ok_or(Errno::EIO)?;
-        Ok(PathBuf::from(at))
+        match kept {
+            Some(kept) => Ok(Some(PathBuf::from(lock(&kept).take().ok_or(Errno::EIO)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// A new version of `ino` was published on an object store: listings and its reader are
+    /// stale.
+    fn published(&self, ino: u64) {
+        if let Some(s3) = &self.s3 {
+            s3.changed();
+            if let Some(n) = lock(&self.state).nodes.get_mut(&ino) {
+                n.reader = None;
+            }
+        }
     }
 
     /// Turn the stream of `ino` (if any) into a staging file with the same bytes, or fill a new
@@ -248,35 +303,32 @@ impl AdzFs {
         if g.file.is_some() {
             return Ok(());
         }
+        // On an object store the stream's spool copy becomes the staging file; the upload
+        // is aborted, so the old object stays until a close or fsync.
+        if g.stream.as_ref().is_some_and(|st| st.live.as_ref().is_some_and(|l| l.tee.is_some())) {
+            let live = g.stream.take().and_then(|st| st.live).expect("checked above");
+            self.frames.counters.stream_fallbacks.fetch_add(1, Ordering::Relaxed);
+            let Live { writer, tee, .. } = live;
+            let _ = writer.abort();
+            let (file, path) = tee.expect("checked above").keep();
+            g.file = Some(file);
+            g.path = path;
+            return Ok(());
+        }
         let (file, path) = self.new_staging_file(ino)?;
         let filled = match g.stream.take() {
             // Finish the stream into its temporary (not published) and decode that.
             Some(Stream { live: Some(live), .. }) => {
                 self.frames.counters.stream_fallbacks.fetch_add(1, Ordering::Relaxed);
                 Self::finish_live(live).and_then(|tmp| {
+                    let tmp = tmp.ok_or(Errno::EIO)?;
                     let r = self.decode_into(&tmp, &file);
                     let _ = fs::remove_file(&tmp);
                     r
                 })
             }
             Some(Stream { live: None, .. }) => Ok(()),
-            None => {
-                let rel = lock(&self.state).path(ino)?;
-                self.resolve(&rel).and_then(|(kind, adz, meta)| {
-                    if kind != Kind::Adz {
-                        return Err(Errno::EIO);
-                    }
-                    let r = self.reader_for(ino, &adz, &meta)?;
-                    r.reader.copy_to(&file, self.decode_threads).map(drop).map_err(|e| {
-                        log::error!(
-                            "{}: cannot decode it to write to it: {}",
-                            adz.display(),
-                            chain(&e)
-                        );
-                        Errno::EIO
-                    })
-                })
-            }
+            None => self.fill_from_committed(ino, &file),
         };
         if let Err(e) = filled {
             let _ = fs::remove_file(&path);
@@ -285,6 +337,20 @@ impl AdzFs {
         g.file = Some(file);
         g.path = path;
         Ok(())
+    }
+
+    /// Decode the committed version of `ino` into `file`.
+    fn fill_from_committed(&self, ino: u64, file: &File) -> Result<(), Errno> {
+        let rel = lock(&self.state).path(ino)?;
+        let (kind, adz, meta) = self.resolve(&rel)?;
+        if kind != Kind::Adz {
+            return Err(Errno::EIO);
+        }
+        let r = self.reader_for(ino, &adz, &meta)?;
+        r.reader.copy_to(file, self.decode_threads).map(drop).map_err(|e| {
+            log::error!("{}: cannot decode it to write to it: {}", adz.display(), chain(&e));
+            Errno::EIO
+        })
     }
 
     fn new_staging_file(&self, ino: u64) -> Result<(File, PathBuf), Errno> {
@@ -348,22 +414,23 @@ impl AdzFs {
             g.dirty = false;
             return self.commit_stream(ino, &rel, st, g.times.as_ref());
         }
-        let name = Self::object_name(&rel)?;
-        let adz = self.root.join(&name);
-        let old = fs::symlink_metadata(&adz).ok();
+        let name = self.key(&rel)?;
+        let adz = self.shown(&name);
         let file = g.file.as_ref().ok_or(Errno::EIO)?;
         let len = file.metadata().map_err(|e| errno(&e))?.len();
         let fail = |what: &str, e: &dyn std::error::Error| {
             log::error!("{}: {what}: {e}", adz.display());
             Errno::EIO
         };
-        let upload = self.storage.create(&name).map_err(|e| fail("cannot create", &e))?;
-        let upload = Box::new(KeepAttributes::new(
-            upload,
-            old.as_ref().map_or(0o644, |m| m.mode() & 0o7777),
-            old.as_ref().filter(|_| self.is_root).map(|m| (m.uid(), m.gid())),
-        ));
-        let mut upload: Box<dyn Upload> = upload;
+        let mut upload = self.store().create(&name).map_err(|e| fail("cannot create", &e))?;
+        if self.s3.is_none() {
+            let old = fs::symlink_metadata(&adz).ok();
+            upload = Box::new(KeepAttributes::new(
+                upload,
+                old.as_ref().map_or(0o644, |m| m.mode() & 0o7777),
+                old.as_ref().filter(|_| self.is_root).map(|m| (m.uid(), m.gid())),
+            ));
+        }
         if let Some(rate) = self.throttle {
             upload = self.throttled(upload, rate);
         }
@@ -379,7 +446,8 @@ impl AdzFs {
             return Err(fail("compressing", &e));
         }
         w.finish().map_err(|e| fail("committing", &e))?;
-        if let Some((a, m)) = &g.times {
+        self.published(ino);
+        if let (Some((a, m)), None) = (&g.times, &self.s3) {
             let _ = set_times(&adz, a, m);
         }
         g.dirty = false;
@@ -396,7 +464,18 @@ impl AdzFs {
         st: Stream,
         times: Option<&(TimeSpec, TimeSpec)>,
     ) -> Result<(), Errno> {
-        let name = Self::object_name(rel)?;
+        let name = self.key(rel)?;
+        if self.s3.is_some() {
+            match st.live {
+                None if self.committed_len(ino) != Some(0) => {
+                    self.put_empty_with(&self.storage, &name, 0o644, None)?
+                }
+                None => {}
+                Some(live) => drop(Self::finish_live(live)?),
+            }
+            self.published(ino);
+            return Ok(());
+        }
         let adz = self.root.join(&name);
         let old = fs::symlink_metadata(&adz).ok();
         let mode = old.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
@@ -409,7 +488,7 @@ impl AdzFs {
             }
             Some(live) => {
                 let target = live.target.clone();
-                let tmp = Self::finish_live(live)?;
+                let tmp = Self::finish_live(live)?.ok_or(Errno::EIO)?;
                 let published = (|| -> io::Result<()> {
                     if target != adz {
                         return Err(io::Error::other("the file moved while it streamed"));
@@ -486,6 +565,11 @@ impl AdzFs {
         let opts = FrameWriterOptions::default();
         let w = FrameWriter::new(Vec::new(), opts).map_err(|e| fail(&e))?;
         let bytes = w.finish().map_err(|e| fail(&e))?.0;
+        if let Some(s3) = &self.s3 {
+            let r = s3.store.put(name, &bytes).map_err(|e| s3.fail("creating", name, &e));
+            s3.changed();
+            return r;
+        }
         let upload = storage.create(name).map_err(|e| match &e {
             adz_core::store::Error::Io { source, .. } => errno(source),
             _ => fail(&e),

@@ -1,0 +1,327 @@
+//! Where the files of a mount live: a local directory, or a prefix of a bucket (any
+//! [`Storage`], in practice S3). The FUSE operations are written once; the few places that
+//! differ ask [`Meta`] (what an entry is) or [`S3Source`] (how an object store does it).
+//!
+//! On an object store a directory is a prefix: `dir/` exists while an object starts with it,
+//! and `mkdir` writes the marker object `dir/.adz-dir` so that an empty directory persists.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::*;
+
+/// The name of the empty object that keeps an empty directory on an object store.
+pub(super) const DIR_MARKER: &str = ".adz-dir";
+
+/// How long a listing of an object-store directory answers lookups and stats; changes made
+/// through the mount drop it at once.
+const LISTING_TTL: Duration = Duration::from_secs(1);
+
+/// Bytes copied per request when an object store renames (copies) an object.
+const COPY_CHUNK: u64 = 8 << 20;
+
+/// An opened version of a file, to know when the file changed: (device, inode, mtime s,
+/// mtime ns, size) locally, (0, 0, last-modified s, ns, size) for an object.
+pub(super) type Ident = (u64, u64, i64, i64, u64);
+
+/// What the file system knows of a source entry: a local file's metadata, or an object's (or
+/// a prefix's) as listed.
+#[derive(Debug, Clone)]
+pub(super) struct Meta {
+    pub(super) kind: FileType,
+    /// Stored bytes.
+    pub(super) len: u64,
+    pub(super) blocks: u64,
+    /// Permission bits.
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) nlink: u32,
+    pub(super) rdev: u32,
+    pub(super) atime: SystemTime,
+    pub(super) mtime: SystemTime,
+    pub(super) ctime: SystemTime,
+    pub(super) crtime: SystemTime,
+    pub(super) ident: Ident,
+}
+
+impl Meta {
+    pub(super) fn local(m: &Metadata) -> Meta {
+        Meta {
+            kind: kind_of(m.file_type()),
+            len: m.len(),
+            blocks: m.blocks(),
+            mode: m.mode() & 0o7777,
+            uid: m.uid(),
+            gid: m.gid(),
+            nlink: m.nlink() as u32,
+            rdev: m.rdev() as u32,
+            atime: time(m.atime(), m.atime_nsec()),
+            mtime: time(m.mtime(), m.mtime_nsec()),
+            ctime: time(m.ctime(), m.ctime_nsec()),
+            crtime: time(m.ctime(), m.ctime_nsec()),
+            ident: (m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.len()),
+        }
+    }
+
+    /// An object (`len`, last written at `modified`) or a prefix (`Directory`): owned by the
+    /// daemon, mode 0644 or 0755, since an object store keeps neither.
+    fn object(kind: FileType, len: u64, modified: Option<SystemTime>) -> Meta {
+        let t = modified.unwrap_or(UNIX_EPOCH);
+        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let dir = kind == FileType::Directory;
+        Meta {
+            kind,
+            len,
+            blocks: len.div_ceil(512),
+            mode: if dir { 0o755 } else { 0o644 },
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            nlink: if dir { 2 } else { 1 },
+            rdev: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            crtime: t,
+            ident: (0, 0, d.as_secs() as i64, i64::from(d.subsec_nanos()), len),
+        }
+    }
+
+    pub(super) fn is_dir(&self) -> bool {
+        self.kind == FileType::Directory
+    }
+
+    pub(super) fn is_symlink(&self) -> bool {
+        self.kind == FileType::Symlink
+    }
+}
+
+/// One name in an object-store directory: an object, a prefix, or both.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Child {
+    /// The object of that name: size and last-modified.
+    pub(super) object: Option<(u64, Option<SystemTime>)>,
+    /// Objects below `name/`.
+    pub(super) dir: bool,
+}
+
+/// A directory of an object store as listed: its children by name.
+type Listing = Arc<HashMap<String, Child>>;
+
+/// A prefix of a bucket as the source of a mount.
+pub(crate) struct S3Source {
+    pub(super) store: Arc<dyn Storage>,
+    /// `""` or ending in `/`.
+    pub(super) prefix: String,
+    /// `s3://bucket/prefix`, for messages.
+    pub(super) label: String,
+    listings: Mutex<HashMap<String, (Instant, Listing)>>,
+}
+
+fn store_errno(e: &adz_core::store::Error) -> Errno {
+    use adz_core::store::Error as E;
+    match e {
+        E::NotFound { .. } => Errno::ENOENT,
+        E::AlreadyExists { .. } => Errno::EEXIST,
+        E::InvalidName { .. } => Errno::EINVAL,
+        E::Io { source, .. } => errno(source),
+        _ => Errno::EIO,
+    }
+}
+
+impl S3Source {
+    /// The source `prefix` of `store` (checked by listing it).
+    pub(crate) fn new(
+        store: Arc<dyn Storage>,
+        prefix: &str,
+        label: String,
+    ) -> Result<S3Source, adz_core::store::Error> {
+        let prefix = match prefix.trim_end_matches('/') {
+            "" => String::new(),
+            p => format!("{p}/"),
+        };
+        adz_core::store::validate_prefix(&prefix)?;
+        store.list(&prefix)?;
+        Ok(S3Source { store, prefix, label, listings: Mutex::default() })
+    }
+
+    /// The key of visible path `rel` (`/`-separated, UTF-8).
+    pub(super) fn key(&self, rel: &Path) -> Result<String, Errno> {
+        let s = rel.to_str().ok_or(Errno::EINVAL)?;
+        Ok(format!("{}{s}", self.prefix))
+    }
+
+    /// A failed request, logged, as an errno.
+    pub(super) fn fail(&self, what: &str, key: &str, e: &adz_core::store::Error) -> Errno {
+        let n = store_errno(e);
+        if n == Errno::EIO {
+            log::error!("{}: {what} {key}: {}", self.label, chain(e));
+        }
+        n
+    }
+
+    /// Forget the listings: something changed through the mount.
+    pub(super) fn changed(&self) {
+        lock(&self.listings).clear();
+    }
+
+    /// The children of directory `rel` (listed at most [`LISTING_TTL`] ago).
+    pub(super) fn listing(&self, rel: &Path) -> Result<Listing, Errno> {
+        let dir = if rel.as_os_str().is_empty() {
+            self.prefix.clone()
+        } else {
+            format!("{}/", self.key(rel)?)
+        };
+        if let Some((at, l)) = lock(&self.listings).get(&dir) {
+            if at.elapsed() < LISTING_TTL {
+                return Ok(Arc::clone(l));
+            }
+        }
+        let objects = self.store.list(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
+        let mut children: HashMap<String, Child> = HashMap::new();
+        for o in objects {
+            let Some(rest) = o.name.strip_prefix(&dir) else { continue };
+            match rest.split_once('/') {
+                Some((name, _)) => children.entry(name.to_owned()).or_default().dir = true,
+                None => {
+                    children.entry(rest.to_owned()).or_default().object = Some((o.size, o.modified))
+                }
+            }
+        }
+        let l = Arc::new(children);
+        lock(&self.listings).insert(dir, (Instant::now(), Arc::clone(&l)));
+        Ok(l)
+    }
+
+    /// What `rel` is backed by (the same rules as a local source: `NAME.adz` wins over `NAME`
+    /// and over a prefix `NAME/`), its key and its attributes.
+    pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Meta), Errno> {
+        if rel.as_os_str().is_empty() {
+            let m = Meta::object(FileType::Directory, 0, None);
+            return Ok((Kind::Plain, PathBuf::from(&self.prefix), m));
+        }
+        let name = rel.file_name().and_then(|n| n.to_str()).ok_or(Errno::ENOENT)?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let l = self.listing(parent)?;
+        let key = self.key(rel)?;
+        if let Some((len, t)) = l.get(&format!("{name}.adz")).and_then(|c| c.object) {
+            return Ok((
+                Kind::Adz,
+                PathBuf::from(format!("{key}.adz")),
+                Meta::object(FileType::RegularFile, len, t),
+            ));
+        }
+        match l.get(name) {
+            Some(Child { object: Some((len, t)), .. }) if !has_adz_suffix(OsStr::new(name)) => {
+                Ok((Kind::Plain, PathBuf::from(key), Meta::object(FileType::RegularFile, *len, *t)))
+            }
+            Some(Child { dir: true, .. }) => {
+                Ok((Kind::Plain, PathBuf::from(key), Meta::object(FileType::Directory, 0, None)))
+            }
+            _ => Err(Errno::ENOENT),
+        }
+    }
+
+    /// The entries of directory `rel` as stored: (name, type, is a regular file).
+    pub(super) fn entries(&self, rel: &Path) -> Result<Vec<(OsString, FileType)>, Errno> {
+        let l = self.listing(rel)?;
+        let mut out = Vec::new();
+        for (name, c) in l.iter() {
+            if name == DIR_MARKER || name.is_empty() {
+                continue;
+            }
+            if c.object.is_some() {
+                out.push((OsString::from(name), FileType::RegularFile));
+            } else if c.dir {
+                out.push((OsString::from(name), FileType::Directory));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn delete(&self, key: &str) -> Result<(), Errno> {
+        let r = self.store.delete(key).map_err(|e| self.fail("deleting", key, &e));
+        self.changed();
+        r
+    }
+
+    pub(super) fn mkdir(&self, rel: &Path) -> Result<(), Errno> {
+        let key = format!("{}/{DIR_MARKER}", self.key(rel)?);
+        let r = self.store.put(&key, b"").map_err(|e| self.fail("creating", &key, &e));
+        self.changed();
+        r
+    }
+
+    /// Remove the empty directory `rel` (its marker): ENOTEMPTY while anything is below it.
+    pub(super) fn rmdir(&self, rel: &Path) -> Result<(), Errno> {
+        self.changed();
+        let l = self.listing(rel)?;
+        if l.keys().any(|n| n != DIR_MARKER) {
+            return Err(Errno::ENOTEMPTY);
+        }
+        if l.contains_key(DIR_MARKER) {
+            self.delete(&format!("{}/{DIR_MARKER}", self.key(rel)?))?;
+        }
+        Ok(())
+    }
+
+    /// Copy object `from` to `to` (a new upload, committed whole), `COPY_CHUNK` at a time.
+    pub(super) fn copy(&self, from: &str, to: &str, len: u64) -> Result<(), Errno> {
+        let mut up = self.store.create(to).map_err(|e| self.fail("creating", to, &e))?;
+        let mut at = 0;
+        while at < len {
+            let end = (at + COPY_CHUNK).min(len);
+            let chunk =
+                self.store.get_range(from, at..end).map_err(|e| self.fail("reading", from, &e))?;
+            up.append(&chunk).map_err(|e| self.fail("writing", to, &e))?;
+            at = end;
+        }
+        up.commit().map_err(|e| self.fail("committing", to, &e))?;
+        self.changed();
+        Ok(())
+    }
+
+    /// Rename `from` to `to` (visible paths), both resolved: a file is copied and then
+    /// deleted; an empty directory moves its marker; a directory with files is EXDEV (so that
+    /// `mv` copies it file by file).
+    pub(super) fn rename(
+        &self,
+        kind: Kind,
+        src: &Path,
+        meta: &Meta,
+        from: &Path,
+        to: &Path,
+    ) -> Result<(), Errno> {
+        let target = self.resolve(to).ok();
+        if meta.is_dir() {
+            let l = self.listing(from)?;
+            if l.keys().any(|n| n != DIR_MARKER) {
+                return Err(Errno::EXDEV);
+            }
+            if let Some((_, _, m)) = &target {
+                if !m.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+                if self.listing(to)?.keys().any(|n| n != DIR_MARKER) {
+                    return Err(Errno::ENOTEMPTY);
+                }
+            }
+            self.mkdir(to)?;
+            return self.rmdir(from);
+        }
+        if let Some((tkind, tkey, m)) = &target {
+            if m.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            // The visible target may be backed by the other kind of name: it is replaced.
+            if *tkind != kind {
+                self.delete(tkey.to_str().ok_or(Errno::EINVAL)?)?;
+            }
+        }
+        let src = src.to_str().ok_or(Errno::EINVAL)?;
+        let dst = self.key(to)?;
+        let dst = if kind == Kind::Adz { format!("{dst}.adz") } else { dst };
+        self.copy(src, &dst, meta.len)?;
+        self.delete(src)
+    }
+}

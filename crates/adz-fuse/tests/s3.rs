@@ -1,0 +1,383 @@
+//! `adz mount` over an S3 prefix: a real FUSE mount of MinIO on 127.0.0.1 (started by
+//! `make s3-test`, scripts/minio.sh). Reads of adz objects and of others, cp and dd round
+//! trips, files written through the mount as adz objects, the namespace operations, a damaged
+//! frame, and a daemon killed mid-write.
+//!
+//! Without `AWS_ENDPOINT_URL` each test says why it is skipped and passes, unless
+//! `ADZ_REQUIRE_S3=1`.
+
+mod common;
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adz_core::{Reader, ReaderOptions};
+use adz_fuse::Mount;
+use adz_store::s3::{S3Config, S3Storage};
+use adz_store::Storage;
+use common::{adz_bytes, data, run};
+
+/// The bucket's store and a prefix of its own for each test and run, or None to skip.
+fn store(test: &str) -> Option<(Arc<dyn Storage>, String)> {
+    let bucket = adz_store::conformance::s3_test_bucket()?;
+    if !common::fuse_available() {
+        return None;
+    }
+    let s3 = S3Storage::new(&bucket, S3Config::from_env()).expect("the test bucket");
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    Some((Arc::new(s3), format!("adz-fuse-tests/{test}-{}-{nanos}/", std::process::id())))
+}
+
+/// A prefix mounted on a temporary mount point, with its spool; unmounted when dropped.
+struct S3Mounted {
+    store: Arc<dyn Storage>,
+    prefix: String,
+    dir: tempfile::TempDir,
+    mnt: PathBuf,
+    mount: Option<Mount>,
+}
+
+impl S3Mounted {
+    fn new(test: &str, fill: impl FnOnce(&dyn Storage, &str)) -> Option<S3Mounted> {
+        let (store, prefix) = store(test)?;
+        fill(&*store, &prefix);
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        fs::create_dir(&mnt).unwrap();
+        let mut m = S3Mounted { store, prefix, dir, mnt, mount: None };
+        m.remount();
+        Some(m)
+    }
+
+    fn options(&self) -> adz_fuse::MountOptions {
+        let mut o = common::test_options();
+        o.spool = Some(self.dir.path().join("spool"));
+        // A fixed codec: the adaptive default may store raw over a fast loopback link.
+        o.write.strategy = "static=zstd:1".parse().unwrap();
+        o
+    }
+
+    fn remount(&mut self) {
+        self.unmount();
+        let label = format!("s3://test/{}", self.prefix);
+        let m = adz_fuse::mount_store(
+            Arc::clone(&self.store),
+            &self.prefix,
+            &label,
+            &self.mnt,
+            self.options(),
+        )
+        .expect("mount");
+        common::wait_mounted(&self.mnt);
+        self.mount = Some(m);
+    }
+
+    fn unmount(&mut self) {
+        if let Some(m) = self.mount.take() {
+            if m.unmount().is_err() {
+                common::lazy_unmount(&self.mnt);
+            }
+        }
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The raw bytes of adz object `name`, every checksum checked (what `adz decompress`
+    /// does with `s3://bucket/PREFIX/name`).
+    fn decode(&self, name: &str) -> Vec<u8> {
+        let r = Reader::open(Arc::clone(&self.store), &self.key(name), ReaderOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut out = Vec::new();
+        r.copy_to(&mut out, 2).unwrap_or_else(|e| panic!("{name}: {e}"));
+        out
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .store
+            .list(&self.prefix)
+            .unwrap()
+            .into_iter()
+            .map(|o| o.name[self.prefix.len()..].to_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for S3Mounted {
+    fn drop(&mut self) {
+        self.unmount();
+        for o in self.store.list(&self.prefix).unwrap_or_default() {
+            let _ = self.store.delete(&o.name);
+        }
+    }
+}
+
+fn ls(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    v.sort();
+    v
+}
+
+fn errno_of(r: std::io::Result<impl Sized>) -> Option<i32> {
+    r.err().and_then(|e| e.raw_os_error())
+}
+
+#[test]
+fn reads_list_the_prefix_and_decode_ranges() {
+    let raw = data(700_000, 1);
+    let sub = data(100_000, 2);
+    let Some(m) = S3Mounted::new("reads", |s, p| {
+        s.put(&format!("{p}a.adz"), &adz_bytes(&raw, 64 << 10)).unwrap();
+        s.put(&format!("{p}notes.txt"), b"plain bytes").unwrap();
+        s.put(&format!("{p}sub/deep/b.adz"), &adz_bytes(&sub, 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    assert_eq!(ls(&m.mnt), ["a", "notes.txt", "sub"]);
+    assert_eq!(ls(&m.mnt.join("sub")), ["deep"]);
+    assert!(fs::metadata(m.mnt.join("sub/deep")).unwrap().is_dir());
+    assert_eq!(fs::metadata(m.mnt.join("a")).unwrap().len(), raw.len() as u64, "the raw size");
+    assert_eq!(fs::read(m.mnt.join("a")).unwrap(), raw);
+    assert_eq!(fs::read(m.mnt.join("sub/deep/b")).unwrap(), sub);
+    assert_eq!(fs::read(m.mnt.join("notes.txt")).unwrap(), b"plain bytes");
+    assert_eq!(errno_of(fs::metadata(m.mnt.join("a.adz"))), Some(libc::ENOENT));
+
+    // dd with skip= reads a range from the middle (frames 2 to 4 of 64 KiB).
+    let out = m.dir.path().join("range");
+    run(common::bounded("dd")
+        .arg(format!("if={}", m.mnt.join("a").display()))
+        .arg(format!("of={}", out.display()))
+        .args(["bs=4096", "skip=37", "count=40", "status=none"]));
+    assert_eq!(fs::read(&out).unwrap(), &raw[37 * 4096..77 * 4096]);
+    // Other objects are read as they are and cannot be written.
+    let f = File::open(m.mnt.join("notes.txt")).unwrap();
+    let mut buf = [0; 5];
+    assert_eq!(f.read_at(&mut buf, 6).unwrap(), 5);
+    assert_eq!(&buf, b"bytes");
+    assert_eq!(
+        errno_of(fs::OpenOptions::new().write(true).open(m.mnt.join("notes.txt"))),
+        Some(libc::EPERM)
+    );
+}
+
+#[test]
+fn cp_round_trips_and_written_files_are_adz_objects() {
+    let Some(mut m) = S3Mounted::new("cp", |_, _| {}) else { return };
+    let work = m.dir.path().join("work");
+    fs::create_dir(&work).unwrap();
+    let big = data(3_000_000, 3);
+    fs::write(work.join("big"), &big).unwrap();
+    run(common::bounded("cp").arg(work.join("big")).arg(m.mnt.join("big")));
+    run(common::bounded("cmp").arg(work.join("big")).arg(m.mnt.join("big")));
+    assert_eq!(m.names(), ["big.adz"], "an adz object, nothing else");
+    assert_eq!(m.decode("big.adz"), big, "the object decodes to what was written");
+    let stored = m.store.size(&m.key("big.adz")).unwrap();
+    assert!(stored < big.len() as u64 / 2, "compressed with the mount's codec: {stored} bytes");
+
+    // Not in order: an overwrite in the middle and an append stage in the spool and are
+    // compressed on close.
+    {
+        let f = fs::OpenOptions::new().write(true).open(m.mnt.join("big")).unwrap();
+        f.write_all_at(b"PATCH", 1_000_000).unwrap();
+        f.write_all_at(b"TAIL", big.len() as u64).unwrap();
+    }
+    let mut want = big.clone();
+    want[1_000_000..1_000_005].copy_from_slice(b"PATCH");
+    want.extend_from_slice(b"TAIL");
+    assert_eq!(m.decode("big.adz"), want);
+    assert_eq!(fs::read(m.mnt.join("big")).unwrap(), want);
+    assert!(ls(&m.dir.path().join("spool")).is_empty(), "the staging file is gone");
+
+    // A small file from a shell redirection, and the whole prefix read back after a remount.
+    let mut f = File::create(m.mnt.join("small")).unwrap();
+    f.write_all(b"hello s3").unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    m.remount();
+    assert_eq!(ls(&m.mnt), ["big", "small"]);
+    assert_eq!(fs::read(m.mnt.join("small")).unwrap(), b"hello s3");
+    assert_eq!(fs::read(m.mnt.join("big")).unwrap(), want);
+    let stat = nix::sys::statvfs::statvfs(&m.mnt).unwrap();
+    assert!(stat.blocks_available() > 0);
+}
+
+#[test]
+fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
+    let Some(mut m) = S3Mounted::new("names", |_, _| {}) else { return };
+    fs::create_dir(m.mnt.join("d")).unwrap();
+    assert_eq!(m.names(), ["d/.adz-dir"], "an empty directory is a marker object");
+    m.remount();
+    assert_eq!(ls(&m.mnt), ["d"], "and it persists");
+    assert!(ls(&m.mnt.join("d")).is_empty(), "the marker is hidden");
+    assert_eq!(errno_of(fs::create_dir(m.mnt.join("d"))), Some(libc::EEXIST));
+
+    let body = data(200_000, 4);
+    fs::write(m.mnt.join("d/f"), &body).unwrap();
+    assert_eq!(errno_of(fs::remove_dir(m.mnt.join("d"))), Some(libc::ENOTEMPTY));
+    // A directory with files cannot be renamed in one step: EXDEV (mv copies file by file).
+    assert_eq!(errno_of(fs::rename(m.mnt.join("d"), m.mnt.join("e"))), Some(libc::EXDEV));
+
+    fs::rename(m.mnt.join("d/f"), m.mnt.join("g")).unwrap();
+    assert_eq!(m.names(), ["d/.adz-dir", "g.adz"]);
+    assert_eq!(fs::read(m.mnt.join("g")).unwrap(), body);
+    assert_eq!(errno_of(fs::metadata(m.mnt.join("d/f"))), Some(libc::ENOENT));
+    // Over an existing file.
+    fs::write(m.mnt.join("h"), b"to be replaced").unwrap();
+    fs::rename(m.mnt.join("g"), m.mnt.join("h")).unwrap();
+    assert_eq!(fs::read(m.mnt.join("h")).unwrap(), body);
+    assert_eq!(m.names(), ["d/.adz-dir", "h.adz"]);
+    // An empty directory moves.
+    fs::rename(m.mnt.join("d"), m.mnt.join("e")).unwrap();
+    assert_eq!(ls(&m.mnt), ["e", "h"]);
+    fs::remove_dir(m.mnt.join("e")).unwrap();
+    fs::remove_file(m.mnt.join("h")).unwrap();
+    assert!(m.names().is_empty(), "{:?}", m.names());
+    assert!(ls(&m.mnt).is_empty());
+
+    // What an object store cannot keep fails with a clear errno.
+    fs::write(m.mnt.join("x"), b"x").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = fs::set_permissions(m.mnt.join("x"), fs::Permissions::from_mode(0o600));
+    assert_eq!(errno_of(chmod), Some(libc::EPERM));
+    let symlink = std::os::unix::fs::symlink("x", m.mnt.join("l"));
+    assert_eq!(errno_of(symlink), Some(libc::EPERM));
+    assert_eq!(errno_of(fs::hard_link(m.mnt.join("x"), m.mnt.join("y"))), Some(libc::EPERM));
+}
+
+#[test]
+fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
+    let raw = data(64 << 10 << 3, 5); // 8 frames of 64 KiB
+    let Some(m) = S3Mounted::new("damaged", |s, p| {
+        let mut file = adz_bytes(&raw, 64 << 10);
+        let per = (file.len() - 32) / 8;
+        let at = 32 + 2 * per + per / 2;
+        file[at] ^= 0x55;
+        s.put(&format!("{p}hurt.adz"), &file).unwrap();
+    }) else {
+        return;
+    };
+    let f = File::open(m.mnt.join("hurt")).unwrap();
+    let k = 64 << 10;
+    let mut buf = vec![0; 4096];
+    let mut eio = 0;
+    for frame in 0..8 {
+        match f.read_at(&mut buf, (frame * k + 100) as u64) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], &raw[frame * k + 100..frame * k + 100 + n], "frame {frame}")
+            }
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(libc::EIO), "frame {frame}: {e}");
+                eio += 1;
+            }
+        }
+    }
+    assert_eq!(eio, 1, "exactly the damaged frame fails");
+}
+
+/// Not a test by itself: the daemon that the kill test starts in a child process (this test
+/// binary again) and kills.
+#[test]
+fn daemon_helper() {
+    let (Ok(prefix), Some(mnt), Some(spool)) = (
+        std::env::var("ADZ_FUSE_TEST_PREFIX"),
+        std::env::var_os("ADZ_FUSE_TEST_MNT"),
+        std::env::var_os("ADZ_FUSE_TEST_SPOOL"),
+    ) else {
+        return;
+    };
+    let Some((store, _)) = store("daemon") else { return };
+    let mut opts = common::test_options();
+    opts.spool = Some(spool.into());
+    let m = adz_fuse::mount_store(store, &prefix, "s3://test", mnt.as_ref(), opts).unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    drop(m);
+}
+
+fn spawn_daemon(m: &S3Mounted) -> std::process::Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["daemon_helper", "--exact", "--nocapture", "--test-threads=1"])
+        .env("ADZ_FUSE_TEST_PREFIX", &m.prefix)
+        .env("ADZ_FUSE_TEST_MNT", &m.mnt)
+        .env("ADZ_FUSE_TEST_SPOOL", m.dir.path().join("spool"));
+    let child = cmd.spawn().unwrap();
+    common::wait_mounted(&m.mnt);
+    child
+}
+
+/// A python process that runs `script` with `args` and holds its descriptors open until
+/// killed, once it printed "ready".
+fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
+    use std::io::BufRead;
+    let mut p = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the writer failed");
+    p
+}
+
+#[test]
+fn killing_the_daemon_mid_write_keeps_the_old_object() {
+    let old = data(500_000, 6);
+    let Some(mut m) = S3Mounted::new("kill", |s, p| {
+        s.put(&format!("{p}f.adz"), &adz_bytes(&old, 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    m.unmount();
+    let new_file = m.dir.path().join("new");
+    fs::write(&new_file, data(7_000_000, 7)).unwrap();
+    // Streamed (written in order from an O_TRUNC open) into a multipart upload, then killed
+    // before the close; and staged (a write past the end first) in the spool, then killed.
+    let streamed = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)\n\
+        os.write(fd, open(sys.argv[2], 'rb').read())\n\
+        print('ready', flush=True)\n\
+        sys.stdin.read()\n";
+    let staged = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY)\n\
+        os.pwrite(fd, b'new tail', 500000)\n\
+        print('ready', flush=True)\n\
+        sys.stdin.read()\n";
+    let spool = m.dir.path().join("spool");
+    // What each write left in the spool: all the streamed bytes (the stream's raw copy), or
+    // the staged file with its new tail.
+    let streamed_bytes = fs::read(&new_file).unwrap();
+    type Check<'a> = &'a dyn Fn(&[u8]);
+    let checks: [(&str, Check); 2] = [
+        (streamed, &|b: &[u8]| assert!(b == streamed_bytes, "the streamed bytes, raw")),
+        (staged, &|b: &[u8]| assert_eq!(&b[500_000..], b"new tail")),
+    ];
+    for (script, check) in checks {
+        let mut child = spawn_daemon(&m);
+        let mut holder = python_holding(script, &[&m.mnt.join("f"), &new_file]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let _ = holder.kill();
+        let _ = holder.wait();
+        common::lazy_unmount(&m.mnt);
+        assert_eq!(m.decode("f.adz"), old, "the old object is intact");
+        assert_eq!(m.names(), ["f.adz"], "nothing else appeared");
+        let left = ls(&spool);
+        assert_eq!(left.len(), 1, "{left:?}");
+        check(&fs::read(spool.join(&left[0])).unwrap());
+        fs::remove_file(spool.join(&left[0])).unwrap();
+    }
+}
