@@ -116,6 +116,8 @@ pub(crate) struct S3Source {
     /// `s3://bucket/prefix`, for messages.
     pub(super) label: String,
     listings: Mutex<HashMap<String, (Instant, Listing)>>,
+    /// The times of directories (prefixes have none).
+    mounted: SystemTime,
 }
 
 fn store_errno(e: &adz_core::store::Error) -> Errno {
@@ -142,7 +144,13 @@ impl S3Source {
         };
         adz_core::store::validate_prefix(&prefix)?;
         store.list(&prefix)?;
-        Ok(S3Source { store, prefix, label, listings: Mutex::default() })
+        Ok(S3Source {
+            store,
+            prefix,
+            label,
+            listings: Mutex::default(),
+            mounted: SystemTime::now(),
+        })
     }
 
     /// The key of visible path `rel` (`/`-separated, UTF-8).
@@ -197,7 +205,7 @@ impl S3Source {
     /// and over a prefix `NAME/`), its key and its attributes.
     pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Meta), Errno> {
         if rel.as_os_str().is_empty() {
-            let m = Meta::object(FileType::Directory, 0, None);
+            let m = Meta::object(FileType::Directory, 0, Some(self.mounted));
             return Ok((Kind::Plain, PathBuf::from(&self.prefix), m));
         }
         let name = rel.file_name().and_then(|n| n.to_str()).ok_or(Errno::ENOENT)?;
@@ -215,9 +223,11 @@ impl S3Source {
             Some(Child { object: Some((len, t)), .. }) if !has_adz_suffix(OsStr::new(name)) => {
                 Ok((Kind::Plain, PathBuf::from(key), Meta::object(FileType::RegularFile, *len, *t)))
             }
-            Some(Child { dir: true, .. }) => {
-                Ok((Kind::Plain, PathBuf::from(key), Meta::object(FileType::Directory, 0, None)))
-            }
+            Some(Child { dir: true, .. }) => Ok((
+                Kind::Plain,
+                PathBuf::from(key),
+                Meta::object(FileType::Directory, 0, Some(self.mounted)),
+            )),
             _ => Err(Errno::ENOENT),
         }
     }
