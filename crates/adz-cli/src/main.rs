@@ -109,7 +109,8 @@ enum Command {
     /// Compressibility, zero blocks and deduplication of data, from a sample.
     #[command(after_help = analyze::AFTER_HELP)]
     Analyze(analyze::AnalyzeArgs),
-    /// Mount a directory of adz files as a read-write file system (FUSE; docs/MOUNT.md).
+    /// Mount a directory or s3:// prefix of adz files as a read-write file system (FUSE;
+    /// docs/MOUNT.md).
     #[command(after_help = mount::AFTER_HELP)]
     Mount(mount::MountArgs),
     /// Many writers, one dataset: write parts, commit them, read them as one file.

@@ -1,4 +1,5 @@
-//! `adz mount`: serve a directory of adz files as a POSIX file system (docs/MOUNT.md).
+//! `adz mount`: serve a directory or an S3 prefix of adz files as a POSIX file system
+//! (docs/MOUNT.md).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -16,12 +17,14 @@ const DAEMON_ENV: &str = "ADZ_MOUNT_DAEMON";
 pub(crate) const AFTER_HELP: &str = "\
 Each NAME.adz in SOURCE appears as NAME with its raw size; other files pass through. Files
 written through the mount are compressed when closed or fsynced, and replace the old version
-atomically. Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`. See docs/MOUNT.md.";
+atomically. SOURCE may be s3://BUCKET/PREFIX (directories are prefixes; the --s3-* flags and
+AWS_* variables say how to reach it; no symlinks, modes or owners). Unmount with
+`fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`. See docs/MOUNT.md.";
 
 #[derive(Args)]
 pub(crate) struct MountArgs {
-    /// Directory holding the adz files.
-    source: PathBuf,
+    /// Directory holding the adz files, or s3://BUCKET/PREFIX.
+    source: String,
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,
     /// How files written through the mount are compressed (as for compress). Default:
@@ -54,11 +57,19 @@ pub(crate) struct MountArgs {
     /// files written in order as they are written (for comparison; docs/MOUNT.md).
     #[arg(long)]
     stage_writes: bool,
+    /// Where files written through an s3:// mount are staged when they cannot stream
+    /// (default: $TMPDIR/adz-mount-spool).
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
 }
 
 pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
-    if !a.source.is_dir() {
-        bail!("{}: not a directory", a.source.display());
+    let s3 = match a.source.starts_with("s3://") {
+        true => Some(adz_store::location::parse_s3_prefix(&a.source)?),
+        false => None,
+    };
+    if s3.is_none() && !std::path::Path::new(&a.source).is_dir() {
+        bail!("{}: not a directory", a.source);
     }
     if !a.mountpoint.is_dir() {
         bail!("{}: the mount point is not a directory", a.mountpoint.display());
@@ -79,11 +90,17 @@ pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
         read_only: a.read_only,
         throttle: a.throttle.map(LinkSpeed::bytes_per_sec),
         stream_writes: !a.stage_writes,
+        spool: a.spool.clone(),
         ..Default::default()
     };
-    let m = adz_fuse::mount(&a.source, &a.mountpoint, opts).with_context(|| {
-        format!("mounting {} on {}", a.source.display(), a.mountpoint.display())
-    })?;
+    let m = match s3 {
+        Some((bucket, prefix)) => {
+            let store = crate::remote::bucket_store(&bucket)?;
+            adz_fuse::mount_store(store, &prefix, &a.source, &a.mountpoint, opts)
+        }
+        None => adz_fuse::mount(a.source.as_ref(), &a.mountpoint, opts),
+    }
+    .with_context(|| format!("mounting {} on {}", a.source, a.mountpoint.display()))?;
     // SIGINT and SIGTERM unmount (open files are committed as they close); SIGHUP is ignored,
     // so that a daemon outlives the terminal that started it.
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
