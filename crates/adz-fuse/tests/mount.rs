@@ -198,31 +198,11 @@ fn random_reads_decode_only_what_they_need_and_match() {
 fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
     let raw = data(64 << 10 << 3, 4); // 8 frames of 64 KiB
     let Some(m) = Mounted::new(|src| {
-        let mut file = adz_bytes(&raw, 64 << 10);
-        // Flip a byte in the middle of frame 2's payload (the frames are about the same size).
-        let per = (file.len() - 32) / 8;
-        let at = 32 + 2 * per + per / 2;
-        file[at] ^= 0x55;
-        fs::write(src.join("hurt.adz"), file).unwrap();
+        fs::write(src.join("hurt.adz"), common::damaged_adz(&raw)).unwrap();
     }) else {
         return;
     };
-    let f = File::open(m.mnt.join("hurt")).unwrap();
-    let k = 64 << 10;
-    let mut buf = vec![0; 4096];
-    let mut eio = 0;
-    for frame in 0..8 {
-        match f.read_at(&mut buf, (frame * k + 100) as u64) {
-            Ok(n) => {
-                assert_eq!(&buf[..n], &raw[frame * k + 100..frame * k + 100 + n], "frame {frame}")
-            }
-            Err(e) => {
-                assert_eq!(e.raw_os_error(), Some(libc::EIO), "frame {frame}: {e}");
-                eio += 1;
-            }
-        }
-    }
-    assert_eq!(eio, 1, "exactly the damaged frame fails");
+    common::only_frame_2_fails(&m.mnt.join("hurt"), &raw);
     // Reading the whole file fails rather than returning wrong bytes.
     let mut all = Vec::new();
     let r = File::open(m.mnt.join("hurt")).unwrap().read_to_end(&mut all);
@@ -446,7 +426,7 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
         os.pwrite(fd, b'new tail', 500000)\n\
         print('ready', flush=True)\n\
         sys.stdin.read()\n";
-    let mut holder = python_holding(script, &[&mnt.join("f"), &patch]);
+    let mut holder = common::python_holding(script, &[&mnt.join("f"), &patch]);
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = holder.kill();
@@ -469,7 +449,7 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
     let new_file = dir.path().join("new");
     fs::write(&new_file, &big_new).unwrap();
     // The commit (fsync) is where the daemon is killed; the writer is again a process of its own.
-    let mut holder = python_holding(REPLACE_AND_FSYNC, &[&mnt.join("g"), &new_file]);
+    let mut holder = common::python_holding(REPLACE_AND_FSYNC, &[&mnt.join("g"), &new_file]);
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = holder.kill();
@@ -510,7 +490,7 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
     let new = data(6_000_000, 13);
     let new_file = dir.path().join("new");
     fs::write(&new_file, &new).unwrap();
-    let mut holder = python_holding(STAGE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
+    let mut holder = common::python_holding(STAGE_AND_FSYNC, &[&mnt.join("h"), &new_file]);
     // Wait until the commit's temporary holds a few frames, then kill the daemon.
     let start = std::time::Instant::now();
     let tmp = loop {
@@ -542,24 +522,6 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
     assert!(got.len() >= 64 << 10, "at least one frame salvaged: {} bytes", got.len());
     assert!(got.len() < new.len());
     assert_eq!(got, new[..got.len()], "the salvaged bytes are the new version's first ones");
-}
-
-/// Runs `script` in python3 with `args`, and returns once it printed its first line (its
-/// writes are done and it holds the file open).
-fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
-    use std::io::BufRead;
-    let mut p = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "the writer failed");
-    p
 }
 
 #[test]

@@ -259,30 +259,11 @@ fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
 fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
     let raw = data(64 << 10 << 3, 5); // 8 frames of 64 KiB
     let Some(m) = S3Mounted::new("damaged", |s, p| {
-        let mut file = adz_bytes(&raw, 64 << 10);
-        let per = (file.len() - 32) / 8;
-        let at = 32 + 2 * per + per / 2;
-        file[at] ^= 0x55;
-        s.put(&format!("{p}hurt.adz"), &file).unwrap();
+        s.put(&format!("{p}hurt.adz"), &common::damaged_adz(&raw)).unwrap();
     }) else {
         return;
     };
-    let f = File::open(m.mnt.join("hurt")).unwrap();
-    let k = 64 << 10;
-    let mut buf = vec![0; 4096];
-    let mut eio = 0;
-    for frame in 0..8 {
-        match f.read_at(&mut buf, (frame * k + 100) as u64) {
-            Ok(n) => {
-                assert_eq!(&buf[..n], &raw[frame * k + 100..frame * k + 100 + n], "frame {frame}")
-            }
-            Err(e) => {
-                assert_eq!(e.raw_os_error(), Some(libc::EIO), "frame {frame}: {e}");
-                eio += 1;
-            }
-        }
-    }
-    assert_eq!(eio, 1, "exactly the damaged frame fails");
+    common::only_frame_2_fails(&m.mnt.join("hurt"), &raw);
 }
 
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test
@@ -313,24 +294,6 @@ fn spawn_daemon(m: &S3Mounted) -> std::process::Child {
     let child = cmd.spawn().unwrap();
     common::wait_mounted(&m.mnt);
     child
-}
-
-/// A python process that runs `script` with `args` and holds its descriptors open until
-/// killed, once it printed "ready".
-fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
-    use std::io::BufRead;
-    let mut p = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "the writer failed");
-    p
 }
 
 #[test]
@@ -367,7 +330,7 @@ fn killing_the_daemon_mid_write_keeps_the_old_object() {
     ];
     for (script, check) in checks {
         let mut child = spawn_daemon(&m);
-        let mut holder = python_holding(script, &[&m.mnt.join("f"), &new_file]);
+        let mut holder = common::python_holding(script, &[&m.mnt.join("f"), &new_file]);
         child.kill().unwrap();
         child.wait().unwrap();
         let _ = holder.kill();

@@ -155,3 +155,51 @@ pub fn bounded(program: &str) -> Command {
     c.arg("60").arg(program);
     c
 }
+
+/// A python process that runs `script` with `args` and holds its descriptors open (until
+/// killed) once it printed "ready".
+pub fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
+    use std::io::BufRead;
+    let mut p = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(p.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the writer failed");
+    p
+}
+
+/// An adz file of `raw` (8 frames of 64 KiB) with a byte flipped in the middle of frame 2's
+/// payload (the frames are about the same size).
+pub fn damaged_adz(raw: &[u8]) -> Vec<u8> {
+    let mut file = adz_bytes(raw, 64 << 10);
+    let per = (file.len() - 32) / 8;
+    let at = 32 + 2 * per + per / 2;
+    file[at] ^= 0x55;
+    file
+}
+
+/// Reads in each of the 8 frames of [`damaged_adz`] at `path`: only frame 2's fails, with EIO;
+/// the others return the right bytes.
+pub fn only_frame_2_fails(path: &Path, raw: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).unwrap();
+    let k = 64 << 10;
+    let mut buf = vec![0; 4096];
+    for frame in 0..8 {
+        match f.read_at(&mut buf, (frame * k + 100) as u64) {
+            Ok(n) => {
+                assert_ne!(frame, 2, "the damaged frame must fail");
+                assert_eq!(&buf[..n], &raw[frame * k + 100..frame * k + 100 + n], "frame {frame}")
+            }
+            Err(e) => {
+                assert_eq!((frame, e.raw_os_error()), (2, Some(libc::EIO)), "frame {frame}: {e}")
+            }
+        }
+    }
+}
