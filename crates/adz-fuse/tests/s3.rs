@@ -213,6 +213,35 @@ fn cp_round_trips_and_written_files_are_adz_objects() {
 }
 
 #[test]
+fn a_stream_that_seeks_back_stages_from_its_spool_copy_and_publishes_only_on_close() {
+    let old = data(300_000, 8);
+    let Some(m) = S3Mounted::new("fallback", |s, p| {
+        s.put(&format!("{p}f.adz"), &adz_bytes(&old, 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    let new = data(400_000, 9);
+    let mut f = fs::OpenOptions::new().write(true).truncate(true).open(m.mnt.join("f")).unwrap();
+    f.write_all(&new).unwrap();
+    let stats = m.mount.as_ref().unwrap().stats();
+    assert_eq!(stats.bytes_streamed, new.len() as u64, "written in order: streamed");
+    assert_eq!(m.decode("f.adz"), old, "nothing published before the close");
+    // A write back in the file cannot stream: the upload is aborted and the stream's copy in
+    // the spool becomes the staging file; still nothing published.
+    f.write_all_at(b"BACK", 1000).unwrap();
+    assert_eq!(m.mount.as_ref().unwrap().stats().stream_fallbacks, 1);
+    assert_eq!(m.decode("f.adz"), old, "the fallback publishes nothing");
+    assert_eq!(ls(&m.dir.path().join("spool")).len(), 1, "the staging file");
+    let mut want = new.clone();
+    want[1000..1004].copy_from_slice(b"BACK");
+    assert_eq!(fs::read(m.mnt.join("f")).unwrap(), want, "reads see the written bytes");
+    drop(f);
+    assert_eq!(m.decode("f.adz"), want, "published whole on close");
+    assert_eq!(m.names(), ["f.adz"]);
+    assert!(ls(&m.dir.path().join("spool")).is_empty());
+}
+
+#[test]
 fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
     let Some(mut m) = S3Mounted::new("names", |_, _| {}) else { return };
     fs::create_dir(m.mnt.join("d")).unwrap();
