@@ -210,6 +210,23 @@ fn cp_round_trips_and_written_files_are_adz_objects() {
     assert_eq!(fs::read(m.mnt.join("big")).unwrap(), want);
     let stat = nix::sys::statvfs::statvfs(&m.mnt).unwrap();
     assert!(stat.blocks_available() > 0);
+
+    // tar x into the mount (directories, files, and the modes and times it sets) and back.
+    fs::create_dir_all(work.join("tree/sub/deeper")).unwrap();
+    fs::write(work.join("tree/a.dat"), data(300_000, 10)).unwrap();
+    fs::write(work.join("tree/sub/deeper/b.dat"), data(50_000, 11)).unwrap();
+    fs::write(work.join("tree/sub/empty"), b"").unwrap();
+    let tar = m.dir.path().join("t.tar");
+    run(common::bounded("tar").arg("cf").arg(&tar).arg("-C").arg(&work).arg("tree"));
+    run(common::bounded("tar").arg("xf").arg(&tar).arg("-C").arg(&m.mnt));
+    run(common::bounded("diff").arg("-r").arg(work.join("tree")).arg(m.mnt.join("tree")));
+    assert_eq!(m.decode("tree/sub/deeper/b.dat.adz"), data(50_000, 11));
+    let back = m.dir.path().join("back.tar");
+    run(common::bounded("tar").arg("cf").arg(&back).arg("-C").arg(&m.mnt).arg("tree"));
+    let out = m.dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    run(common::bounded("tar").arg("xf").arg(&back).arg("-C").arg(&out));
+    run(common::bounded("diff").arg("-r").arg(work.join("tree")).arg(out.join("tree")));
 }
 
 #[test]
@@ -279,6 +296,8 @@ fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
     use std::os::unix::fs::PermissionsExt;
     let chmod = fs::set_permissions(m.mnt.join("x"), fs::Permissions::from_mode(0o600));
     assert_eq!(errno_of(chmod), Some(libc::EPERM));
+    fs::set_permissions(m.mnt.join("x"), fs::Permissions::from_mode(0o644))
+        .expect("the mode shown can be set");
     let symlink = std::os::unix::fs::symlink("x", m.mnt.join("l"));
     assert_eq!(errno_of(symlink), Some(libc::EPERM));
     assert_eq!(errno_of(fs::hard_link(m.mnt.join("x"), m.mnt.join("y"))), Some(libc::EPERM));

@@ -56,15 +56,18 @@ impl fuser::Filesystem for AdzFs {
             let ino = ino.0;
             let rel = lock(&self.state).path(ino)?;
             let (kind, path, meta) = self.resolve(&rel)?;
-            // An object store keeps no mode or owner; sizes of other objects do not change.
+            // An object store keeps no mode or owner (setting the ones shown succeeds, so that
+            // tar x and cp -p work); sizes of other objects do not change.
             if self.s3.is_some()
-                && (mode.is_some()
-                    || uid.is_some()
-                    || gid.is_some()
+                && (mode.is_some_and(|m| m & 0o7777 != meta.mode)
+                    || uid.is_some_and(|u| u != meta.uid)
+                    || gid.is_some_and(|g| g != meta.gid)
                     || (size.is_some() && kind == Kind::Plain && !meta.is_dir()))
             {
                 return Err(Errno::EPERM);
             }
+            let (mode, uid, gid) =
+                if self.s3.is_some() { (None, None, None) } else { (mode, uid, gid) };
             if let Some(mode) = mode {
                 if !meta.is_symlink() {
                     fs::set_permissions(&path, fs::Permissions::from_mode(mode & 0o7777))
