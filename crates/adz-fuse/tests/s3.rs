@@ -227,6 +227,16 @@ fn cp_round_trips_and_written_files_are_adz_objects() {
     fs::create_dir(&out).unwrap();
     run(common::bounded("tar").arg("xf").arg(&back).arg("-C").arg(&out));
     run(common::bounded("diff").arg("-r").arg(work.join("tree")).arg(out.join("tree")));
+
+    // rsync writes a temporary and renames it (a copy and a delete on S3). Without -p: it
+    // makes its temporary 0600, a mode an object store cannot keep (EPERM, which -p fails on).
+    if Command::new("rsync").arg("--version").output().is_ok() {
+        run(common::bounded("rsync").arg("-rt").arg(work.join("tree/")).arg(m.mnt.join("r")));
+        run(common::bounded("diff").arg("-r").arg(work.join("tree")).arg(m.mnt.join("r")));
+        let names = m.names();
+        let temps = names.iter().filter(|n| n.contains("/.") && !n.ends_with("/.adz-dir"));
+        assert_eq!(temps.count(), 0, "no temporary left: {names:?}");
+    }
 }
 
 #[test]
