@@ -107,6 +107,8 @@ pub(super) struct Child {
 
 /// A directory of an object store as listed: its children by name.
 type Listing = Arc<HashMap<String, Child>>;
+/// The directories listed, by prefix, with when.
+type Listings = HashMap<String, (Instant, Listing)>;
 
 /// A prefix of a bucket as the source of a mount.
 pub(crate) struct S3Source {
@@ -115,7 +117,9 @@ pub(crate) struct S3Source {
     pub(super) prefix: String,
     /// `s3://bucket/prefix`, for messages.
     pub(super) label: String,
-    listings: Mutex<HashMap<String, (Instant, Listing)>>,
+    /// The listings, and how many changes they have seen: a listing that was under way
+    /// during a change is not kept (it may predate the change).
+    listings: Mutex<(Listings, u64)>,
     /// The times of directories (prefixes have none).
     mounted: SystemTime,
 }
@@ -170,7 +174,9 @@ impl S3Source {
 
     /// Forget the listings: something changed through the mount.
     pub(super) fn changed(&self) {
-        lock(&self.listings).clear();
+        let mut l = lock(&self.listings);
+        l.0.clear();
+        l.1 += 1;
     }
 
     /// The children of directory `rel` (listed at most [`LISTING_TTL`] ago).
@@ -180,11 +186,15 @@ impl S3Source {
         } else {
             format!("{}/", self.key(rel)?)
         };
-        if let Some((at, l)) = lock(&self.listings).get(&dir) {
-            if at.elapsed() < LISTING_TTL {
-                return Ok(Arc::clone(l));
+        let changes = {
+            let cached = lock(&self.listings);
+            if let Some((at, l)) = cached.0.get(&dir) {
+                if at.elapsed() < LISTING_TTL {
+                    return Ok(Arc::clone(l));
+                }
             }
-        }
+            cached.1
+        };
         let objects = self.store.list(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
         let mut children: HashMap<String, Child> = HashMap::new();
         for o in objects {
@@ -197,7 +207,10 @@ impl S3Source {
             }
         }
         let l = Arc::new(children);
-        lock(&self.listings).insert(dir, (Instant::now(), Arc::clone(&l)));
+        let mut cached = lock(&self.listings);
+        if cached.1 == changes {
+            cached.0.insert(dir, (Instant::now(), Arc::clone(&l)));
+        }
         Ok(l)
     }
 
