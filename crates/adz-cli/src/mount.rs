@@ -57,8 +57,8 @@ pub(crate) struct MountArgs {
     /// files written in order as they are written (for comparison; docs/MOUNT.md).
     #[arg(long)]
     stage_writes: bool,
-    /// Where files written through an s3:// mount are staged when they cannot stream
-    /// (default: $TMPDIR/adz-mount-spool).
+    /// Where an s3:// mount keeps the raw bytes of files being written: staging files and
+    /// the copies of streams (default: $TMPDIR/adz-mount-spool).
     #[arg(long, value_name = "DIR")]
     spool: Option<PathBuf>,
 }
