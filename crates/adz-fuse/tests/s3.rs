@@ -269,6 +269,15 @@ fn a_stream_that_seeks_back_stages_from_its_spool_copy_and_publishes_only_on_clo
 }
 
 #[test]
+fn random_operations_match_a_plain_directory() {
+    let Some(m) = S3Mounted::new("oracle", |_, _| {}) else { return };
+    common::oracle::random_operations_match(&m.mnt, &m.dir.path().join("oracle"), &|rel| {
+        let name = format!("{rel}.adz");
+        m.store.size(&m.key(&name)).is_ok().then(|| m.decode(&name))
+    });
+}
+
+#[test]
 fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
     let Some(mut m) = S3Mounted::new("names", |_, _| {}) else { return };
     fs::create_dir(m.mnt.join("d")).unwrap();

@@ -2,6 +2,8 @@
 //! a guard that always unmounts.
 #![allow(dead_code)]
 
+pub mod oracle;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
