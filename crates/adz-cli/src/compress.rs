@@ -181,7 +181,8 @@ fn create_trace(trace: &Path, force: bool) -> Result<TraceSink> {
     Ok(TraceSink::new(std::io::BufWriter::new(f)))
 }
 
-pub(crate) fn compress(a: CompressArgs) -> Result<ExitCode> {
+pub(crate) fn compress(mut a: CompressArgs) -> Result<ExitCode> {
+    a.energy.load_profile();
     let input = Input::open(&a.input)?;
     let out_arg = output_name(&a, &input);
     if same_file(&input, &out_arg) {

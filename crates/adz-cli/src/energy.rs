@@ -20,10 +20,14 @@ const YEAR: f64 = 365.0 * 86400.0;
 #[command(next_help_heading = "Energy (-s energy, and the summary's joules)")]
 pub(crate) struct EnergyArgs {
     /// Watts one busy core draws: the energy strategy's price of a CPU second, and the
-    /// summary's energy when the RAPL counters are not readable. Default 12.5 (a 300 W node of
-    /// 24 cores at full load, the cost model's compute node).
+    /// summary's energy when the RAPL counters are not readable. Default: the machine
+    /// profile's figure (`adz profile`, which measures it with RAPL or records --core-watts),
+    /// else 12.5 (a 300 W node of 24 cores at full load, the cost model's compute node).
     #[arg(long, value_name = "W")]
     pub(crate) core_watts: Option<f64>,
+    /// The machine profile's watts per busy core, if it has a figure ([`EnergyArgs::load_profile`]).
+    #[arg(skip)]
+    pub(crate) profile_watts: Option<f64>,
     /// How long the output is kept: the energy strategy prices its stored bytes for this long
     /// (30d, 6mo, 1y, 10y; also h, w). Default 1y.
     #[arg(long, value_name = "AGE", value_parser = parse_retention)]
@@ -39,11 +43,27 @@ pub(crate) struct EnergyArgs {
 }
 
 impl EnergyArgs {
-    /// The watts per busy core in use.
+    /// The watts per busy core in use: `--core-watts`, the strategy's own (`energy=watts:W`),
+    /// the profile's, the default.
     pub(crate) fn watts(&self, strategy: Strategy) -> f64 {
         self.core_watts
-            .or(strategy.energy().map(|c| c.core_watts))
+            .or(strategy.energy().map(|c| c.core_watts).filter(|&w| !is_default_watts(w)))
+            .or(self.profile_watts)
             .unwrap_or(EnergyCost::DEFAULT_CORE_WATTS)
+    }
+
+    /// Take the machine profile's power figure (`~/.config/adz/profile.json`, see
+    /// `adz profile`) unless `--core-watts` is given. A profile that does not load is named
+    /// in a warning and left out; none at all is the usual case.
+    pub(crate) fn load_profile(&mut self) {
+        if self.core_watts.is_some() {
+            return;
+        }
+        let Some(path) = adz_tier::profile::default_path().filter(|p| p.exists()) else { return };
+        match adz_tier::Profile::load(&path) {
+            Ok(p) => self.profile_watts = p.core_power.map(|c| c.watts),
+            Err(e) => eprintln!("adz: warning: the profile {} is left out: {e}", path.display()),
+        }
     }
 
     /// The retention in years (default 1).
@@ -77,13 +97,21 @@ impl EnergyArgs {
             // Neither flag: the strategy's figure over its own retention stands.
             (None, None) => c.storage_joules_per_gb,
         };
+        // The strategy's default watts give way to the profile's figure.
+        let watts = if is_default_watts(c.core_watts) { self.profile_watts } else { None };
         Strategy::Energy(EnergyCost::new(
-            self.core_watts.unwrap_or(c.core_watts),
+            self.core_watts.or(watts).unwrap_or(c.core_watts),
             per_year,
             self.years(),
             self.max_slowdown.unwrap_or(c.max_slowdown),
         ))
     }
+}
+
+/// Whether `w` is the built-in figure, which a profile's measured one replaces (an
+/// `energy=watts:12.5` given on purpose is taken for it too).
+fn is_default_watts(w: f64) -> bool {
+    w == EnergyCost::DEFAULT_CORE_WATTS
 }
 
 /// `30d`, `6mo`, `1y`, `12h`, `2w` (a year is 365 days, a month 30).
@@ -213,7 +241,12 @@ pub(crate) fn summary_line(e: &Energy, raw: u64, stored: u64, flags: &EnergyArgs
     let source = match e.source {
         Source::Rapl => format!("RAPL package counters, CPU time {:.2} s", e.cpu_seconds),
         Source::CpuTime(w) => {
-            format!("CPU time {:.2} s x {w} W per core; RAPL not readable", e.cpu_seconds)
+            let from = if flags.core_watts.is_none() && flags.profile_watts == Some(w) {
+                " (the profile's)"
+            } else {
+                ""
+            };
+            format!("CPU time {:.2} s x {w} W per core{from}; RAPL not readable", e.cpu_seconds)
         }
     };
     let per_year = flags.storage_energy.unwrap_or(EnergyCost::DEFAULT_STORAGE_JOULES_PER_GB_YEAR);
@@ -286,6 +319,7 @@ mod tests {
             retention: Some(parse_retention("10y").unwrap()),
             storage_energy: None,
             max_slowdown: Some(f64::INFINITY),
+            profile_watts: None,
         };
         let Strategy::Energy(c) = flags.apply(Strategy::Energy(EnergyCost::DEFAULT)) else {
             panic!()
@@ -297,6 +331,28 @@ mod tests {
         assert_eq!(flags.apply(Strategy::Throughput), Strategy::Throughput);
         assert_eq!(flags.watts(Strategy::Throughput), 5.0);
         assert_eq!(EnergyArgs::default().watts(Strategy::Throughput), 12.5);
+    }
+
+    #[test]
+    fn the_profiles_watts_replace_the_default_but_not_a_figure_given() {
+        let flags = EnergyArgs { profile_watts: Some(7.0), ..EnergyArgs::default() };
+        assert_eq!(flags.watts(Strategy::Throughput), 7.0);
+        assert_eq!(flags.watts(Strategy::Energy(EnergyCost::DEFAULT)), 7.0);
+        let Strategy::Energy(c) = flags.apply(Strategy::Energy(EnergyCost::DEFAULT)) else {
+            panic!()
+        };
+        assert_eq!(c.core_watts, 7.0);
+        // energy=watts:10 is the user's figure: it stands.
+        let given: Strategy = "energy=watts:10".parse().unwrap();
+        assert_eq!(flags.watts(given), 10.0);
+        let Strategy::Energy(c) = flags.apply(given) else { panic!() };
+        assert_eq!(c.core_watts, 10.0);
+        // --core-watts wins over both.
+        let flag = EnergyArgs { core_watts: Some(5.0), ..flags.clone() };
+        assert_eq!(flag.watts(given), 5.0);
+        let e = Energy { joules: 7.0, cpu_seconds: 1.0, source: Source::CpuTime(7.0) };
+        assert!(summary_line(&e, 1, 1, &flags).contains("7 W per core (the profile's)"));
+        assert!(!summary_line(&e, 1, 1, &flag).contains("the profile's"));
         let bad = EnergyArgs { max_slowdown: Some(0.5), ..EnergyArgs::default() };
         assert!(bad.check().is_err());
         for s in ["1y", "30d", "6mo", "12h", " 2W "] {

@@ -83,7 +83,7 @@ struct Cli {
 enum Command {
     /// Compress a file or stdin into the adz format.
     #[command(visible_alias = "c")]
-    Compress(compress::CompressArgs),
+    Compress(Box<compress::CompressArgs>),
     /// Decompress an adz file, checking every checksum.
     #[command(visible_alias = "d")]
     Decompress(decompress::DecompressArgs),
@@ -168,7 +168,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Compress(a) => {
-            tier::compress_if_tiers(&a).unwrap_or_else(|| compress::compress(a))
+            tier::compress_if_tiers(&a).unwrap_or_else(|| compress::compress(*a))
         }
         Command::Decompress(a) => tier::decompress_if_tiers(&a)
             .or_else(|| dataset::decompress_if_dataset(&a))

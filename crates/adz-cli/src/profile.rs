@@ -1,14 +1,16 @@
 //! `adz profile`: measure this machine's rungs (and tiers) into a versioned JSON profile that
 //! tiered writes take their costs from (adz_tier::profile, docs/TIERS.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use adz_core::control::Ladder;
 use adz_core::format::CodecSpec;
-use adz_tier::profile::{self, DataSet, Profile};
+use adz_tier::profile::{self, CorePower, DataSet, Profile};
 use adz_tier::TiersConfig;
+
+use crate::energy;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
@@ -57,6 +59,13 @@ pub struct ProfileArgs {
     /// Also measure the bandwidth and latency of the tiers configured in FILE.
     #[arg(long, value_name = "FILE")]
     tiers: Option<PathBuf>,
+    /// Watts one busy core draws, to record in the profile (a datasheet's figure: the
+    /// package's TDP over its cores). Without it the profile records what the CPU packages'
+    /// RAPL counters measured over the run, where they are readable (root; not in most VMs),
+    /// and otherwise nothing. `adz compress -s energy` and the summary's joules use it when no
+    /// --core-watts is given.
+    #[arg(long, value_name = "W")]
+    pub core_watts: Option<f64>,
     /// Where to write the profile, - for stdout (default: $XDG_CONFIG_HOME/adz/profile.json or
     /// ~/.config/adz/profile.json).
     #[arg(short, long, value_name = "FILE")]
@@ -168,12 +177,17 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         Some(dir) => from_dir(dir, a.per_file, block)?,
         None => generated(a.size, block),
     };
+    if let Some(w) = a.core_watts.filter(|w| !(w.is_finite() && *w > 0.0)) {
+        bail!("--core-watts must be a number > 0, got {w}");
+    }
     let pb = crate::progress::bar(Some(profile::work(&sets, &rungs)), a.quiet, "profile");
+    let meter = energy::Meter::start(Path::new(energy::POWERCAP), 0.0);
     let mut p = profile::measure(&sets, &rungs, a.block_size, threads, &mut |s| {
         pb.inc(s.bytes);
         pb.set_message(format!("{} {} {}", s.set, s.rung, s.pass));
     })?;
     pb.finish_and_clear();
+    p.core_power = core_power(a.core_watts, &meter.finish());
     if let Some(t) = &tiers {
         for tier in &t.tiers {
             let m = profile::measure_tier(tier, 32 << 20)
@@ -189,6 +203,16 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         summary(&p, started.elapsed().as_secs_f64(), out_path.as_ref());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The profile's power figure: the one given, else RAPL's joules over the run's CPU seconds.
+fn core_power(given: Option<f64>, run: &energy::Energy) -> Option<CorePower> {
+    if let Some(watts) = given {
+        return Some(CorePower { watts, source: "given".into() });
+    }
+    let watts = run.joules / run.cpu_seconds;
+    (run.source == energy::Source::Rapl && run.cpu_seconds > 0.0 && watts.is_finite())
+        .then(|| CorePower { watts, source: "rapl".into() })
 }
 
 fn summary(p: &Profile, seconds: f64, path: Option<&PathBuf>) {
@@ -215,6 +239,12 @@ fn summary(p: &Profile, seconds: f64, path: Option<&PathBuf>) {
                 m.speed_all / 1e6
             );
         }
+    }
+    match &p.core_power {
+        Some(c) => eprintln!("adz: {:.1} W per busy core ({})", c.watts, c.source),
+        None => eprintln!(
+            "adz: no power figure (RAPL not readable; give one with --core-watts for -s energy)"
+        ),
     }
     for t in &p.tiers {
         eprintln!(

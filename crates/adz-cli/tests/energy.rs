@@ -41,21 +41,26 @@ fn compress_energy_reports_joules_and_round_trips() {
     let d = Dir::new();
     let data = mixed(6 << 20);
     let input = d.write("in", &data);
-    let out = run(&[
-        "compress",
-        "-s",
-        "energy",
-        "--link",
-        "117MB/s",
-        "-T",
-        "2",
-        "--retention",
-        "3y",
-        &input,
-        &d.s("out.adz"),
-        "--trace",
-        &d.s("t.jsonl"),
-    ]);
+    // No machine profile: the built-in watts.
+    let out = adz()
+        .env("XDG_CONFIG_HOME", d.path("config"))
+        .args([
+            "compress",
+            "-s",
+            "energy",
+            "--link",
+            "117MB/s",
+            "-T",
+            "2",
+            "--retention",
+            "3y",
+            &input,
+            &d.s("out.adz"),
+            "--trace",
+            &d.s("t.jsonl"),
+        ])
+        .output()
+        .unwrap();
     ok(&out);
     let err = stderr(&out);
     assert!(err.contains("strategy energy=watts:12.5,storage:283824"), "{err}");
@@ -129,4 +134,45 @@ fn energy_flags_are_checked() {
         let e = stderr(&o);
         assert!(e.contains(want), "{args:?}: {e}");
     }
+}
+
+/// `adz profile --core-watts` records a power figure; `-s energy` and the summary use it when no
+/// --core-watts is given, and a flag still wins.
+#[test]
+fn the_profiles_power_figure_prices_the_energy_strategy() {
+    let d = Dir::new();
+    let config = d.path("config");
+    let profile = config.join("adz/profile.json");
+    let prof = |extra: &[&str]| {
+        let mut args = vec!["profile", "--size", "64KiB", "--rungs", "zstd:1", "-T", "1", "-q"];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let bad = prof(&["--core-watts=-3", "--out", profile.to_str().unwrap()]);
+    assert!(!bad.status.success() && stderr(&bad).contains("--core-watts"), "{}", stderr(&bad));
+    ok(&prof(&["--core-watts", "7", "--out", profile.to_str().unwrap()]));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    assert_eq!(v["core_power"]["watts"].as_f64(), Some(7.0), "{}", v["core_power"]);
+    assert_eq!(v["core_power"]["source"].as_str(), Some("given"));
+
+    let input = d.write("in", &mixed(2 << 20));
+    let compress = |extra: &[&str]| {
+        let mut args = vec!["compress", "-f", "-s", "energy", "--link", "117MB/s", "-T", "2"];
+        args.extend_from_slice(extra);
+        args.push(&input);
+        let out = d.s("out.adz");
+        args.push(&out);
+        let o = adz().env("XDG_CONFIG_HOME", &config).args(&args).output().unwrap();
+        ok(&o);
+        stderr(&o)
+    };
+    let err = compress(&[]);
+    assert!(err.contains("strategy energy=watts:7,"), "{err}");
+    // Where RAPL reads, the joules are its own; else CPU time x the profile's watts.
+    assert!(
+        !err.contains("RAPL not readable") || err.contains("x 7 W per core (the profile's)"),
+        "{err}"
+    );
+    let err = compress(&["--core-watts", "5"]);
+    assert!(err.contains("strategy energy=watts:5,") && !err.contains("the profile's"), "{err}");
 }

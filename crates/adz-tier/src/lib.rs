@@ -59,5 +59,5 @@ pub use error::TierError;
 pub use flush::{FlushReport, TierStatus};
 pub use place::{place, CostTable, Piece, Plan, PlanSegment, RungCost, TierSlot};
 pub use predictor::{Accuracy, Features, Predictor};
-pub use profile::{CostModel, Profile, PROFILE_VERSION};
+pub use profile::{CorePower, CostModel, Profile, PROFILE_VERSION};
 pub use tiered::{Tier, Tiered, TieredReader, WriteReport};

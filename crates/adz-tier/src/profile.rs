@@ -52,6 +52,22 @@ pub struct Profile {
     /// How well the predictor did when the profile was taken.
     #[serde(default)]
     pub predictor: Option<PredictorReport>,
+    /// What one busy core of this machine draws: the energy strategy's price of a CPU second
+    /// and the summary's joules where RAPL is not readable, when no `--core-watts` is given.
+    #[serde(default)]
+    pub core_power: Option<CorePower>,
+}
+
+/// Watts per busy core, and how the profile found them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorePower {
+    /// Watts one busy core draws.
+    pub watts: f64,
+    /// `rapl`: the CPU packages' RAPL joules over the profile's CPU seconds (idle power and
+    /// other processes included, so an upper bound on a busy core's share); `given`: from
+    /// `adz profile --core-watts` (a datasheet's figure).
+    pub source: String,
 }
 
 /// One data set's figures.
@@ -233,6 +249,7 @@ pub fn measure(
         samples,
         tiers: Vec::new(),
         predictor: None,
+        core_power: None,
     };
     profile.predictor = Some(predictor_report(&profile, sets)?);
     Ok(profile)

@@ -41,6 +41,7 @@ fn profile(speed: f64) -> Profile {
         samples,
         tiers: Vec::new(),
         predictor: None,
+        core_power: None,
     }
 }
 
