@@ -1,11 +1,15 @@
 //! The filter's encoding speed on chunks dumped to a file, one thread, as the filter runs:
 //! `encode_speed FILE LAYOUT MODE...`, LAYOUT as `4f:56x1048576,8i:8x2097152` (element size,
 //! `f` float or `i` integer, chunk count and bytes; the chunks lie back to back in FILE), MODE
-//! a static codec (`lz4:1`, `zstd:1`, `none`). Prints MB/s (best of 5 passes) and ratio.
+//! a static codec (`lz4:1`, `zstd:1`, `none`; `,noshuffle` appended: no shuffle) or `s1@RATE`
+//! (adaptive S1 through RATE bytes/s, one controller for all passes as in one process).
+//! Prints MB/s (best of 5 passes) and ratio; for S1 also the codecs of the last pass's chunks
+//! in runs (`ADZ_TRACE=1`: of every pass).
 
 use std::time::Instant;
 
-use adz_hdf5::{encode_chunk, FilterChoice, Mode, Params};
+use adz_core::control::Strategy;
+use adz_hdf5::{describe_chunk, encode_chunk, FilterChoice, Mode, Params};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,20 +37,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(s) => (s, FilterChoice::None),
             None => (mode.as_str(), FilterChoice::Auto),
         };
-        let mode = Mode::Static(spec.parse()?);
+        let mode = match spec.strip_prefix("s1@") {
+            Some(rate) => Mode::Adaptive { strategy: Strategy::Throughput, link: rate.parse()? },
+            None => Mode::Static(spec.parse()?),
+        };
+        let trace = std::env::var_os("ADZ_TRACE").is_some();
         let (mut best, mut stored) = (f64::INFINITY, 0);
-        for _ in 0..5 {
+        let mut runs: Vec<(String, usize)> = Vec::new();
+        for pass in 0..5 {
             let t = Instant::now();
             stored = 0;
+            runs.clear();
             for &(elem_size, type_class, c) in &chunks {
                 let p = Params { mode, filters, elem_size, type_class, chunk_bytes: 0 };
                 encode_chunk(&p, c, &mut out)?;
                 stored += out.len();
+                if matches!(mode, Mode::Adaptive { .. }) {
+                    let d = describe_chunk(&out)?.join("+");
+                    match runs.last_mut() {
+                        Some((last, n)) if *last == d => *n += 1,
+                        _ => runs.push((d, 1)),
+                    }
+                }
             }
             best = best.min(t.elapsed().as_secs_f64());
+            if trace || pass == 4 {
+                let r: Vec<String> = runs.iter().map(|(d, n)| format!("{n}x {d}")).collect();
+                if !r.is_empty() {
+                    println!("  pass {pass}: {}", r.join(", "));
+                }
+            }
         }
         let (mbs, ratio) = (raw as f64 / best / 1e6, raw as f64 / stored as f64);
         println!("{mode:<24} {mbs:6.0} MB/s  ratio {ratio:.3}", mode = args_label(spec, filters));
+        if trace {
+            for (status, chunks) in adz_hdf5::controller_status() {
+                println!("  controller: {status} ({chunks} chunks)");
+            }
+        }
     }
     Ok(())
 }

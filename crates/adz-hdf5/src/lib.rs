@@ -61,7 +61,8 @@ use adz_core::control::{
     Decision, Link, Strategy,
 };
 use adz_core::format::{
-    CodecSpec, FilterId, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
+    CodecId, CodecSpec, FilterId, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN,
+    MAX_FRAME_RAW_LEN,
 };
 use adz_core::{FrameDecoder, FrameEncoder};
 
@@ -364,27 +365,87 @@ pub fn encode_chunk_at(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize
                     (codec.codec, f, keep, Some((key, codec)))
                 }
             };
-            let cpu0 = cpu_time::ThreadTime::try_now().ok();
-            let wall0 = Instant::now();
-            let (h, payload_is_raw, frame_end) =
-                enc.encode_at(piece, offset, codec, f, keep, out, end)?;
-            end = frame_end;
-            if payload_is_raw {
-                // A frame stored raw: its payload is the piece itself.
-                if out.len() < end + piece.len() {
-                    out.resize(end + piece.len(), 0);
-                }
-                out[end..end + piece.len()].copy_from_slice(piece);
-                end += piece.len();
+            if key.is_some() {
+                warm_up(&mut enc, piece, f, out, end)?;
             }
+            let timed = encode_frame(&mut enc, piece, offset, (codec, f, keep), out, end)?;
+            end = timed.end;
             if let Some((key, decision)) = key {
-                let wall = wall0.elapsed();
-                let cpu = cpu0.map_or(wall, |c| c.elapsed());
-                record_adaptive(&key, decision, piece.len(), &h, wall, cpu);
+                record_adaptive(&key, decision, piece.len(), &timed.header, timed.wall, timed.cpu);
             }
         }
         Ok(end)
     })
+}
+
+/// A frame [`encode_frame`] wrote and how long it took.
+struct Timed {
+    header: FrameHeader,
+    end: usize,
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Encode one frame into `out` from `start` (a raw one with its payload), timed.
+fn encode_frame(
+    enc: &mut FrameEncoder,
+    piece: &[u8],
+    offset: u64,
+    (codec, filters, keep): (CodecSpec, Filters, f64),
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<Timed> {
+    let cpu0 = cpu_time::ThreadTime::try_now().ok();
+    let wall0 = Instant::now();
+    let (header, payload_is_raw, mut end) =
+        enc.encode_at(piece, offset, codec, filters, keep, out, start)?;
+    if payload_is_raw {
+        // A frame stored raw: its payload is the piece itself.
+        if out.len() < end + piece.len() {
+            out.resize(end + piece.len(), 0);
+        }
+        out[end..end + piece.len()].copy_from_slice(piece);
+        end += piece.len();
+    }
+    let wall = wall0.elapsed();
+    let cpu = cpu0.map_or(wall, |c| c.elapsed());
+    Ok(Timed { header, end, wall, cpu })
+}
+
+thread_local! {
+    /// The longest frame this thread's encoder and output buffer have been grown for.
+    static WARMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Before this thread times its first frame of a length: grow the encoder's filter buffer
+/// and `out` to it, untimed. Their first growth faults in fresh pages, which made the first
+/// adaptive chunk of a process compress at about half its speed (1.5 ms of lz4:1 took 3.1),
+/// and on a chunk where compressing barely pays, serial S1 then went raw and measured again
+/// only one chunk in 64.
+fn warm_up(
+    enc: &mut FrameEncoder,
+    piece: &[u8],
+    filters: Filters,
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<()> {
+    let need = start + FRAME_HEADER_LEN + max_compressed_len(piece.len());
+    if WARMED.get() >= need {
+        return Ok(());
+    }
+    // Codec none with the filters runs them into the encoder's buffer and copies the result.
+    enc.encode_at(piece, 0, CodecSpec::NONE, filters, 1.0, out, start)?;
+    if out.len() < need {
+        out.resize(need, 0);
+    }
+    WARMED.set(need);
+    Ok(())
+}
+
+/// A bound on any codec's output for `len` bytes (lz4's and zstd's are about `len / 255`
+/// over, xz's more on tiny inputs).
+fn max_compressed_len(len: usize) -> usize {
+    CodecId::ALL.iter().map(|&c| adz_core::codec::max_compressed_len(c, len)).max().unwrap_or(len)
 }
 
 /// Which of the process's controllers decides an adaptive chunk.
