@@ -20,22 +20,12 @@ if ! "$PY" -c "import maturin, pytest, numpy, numcodecs, zarr, h5py, h5netcdf, x
     "$PY" -m pip install -q --upgrade pip
     "$PY" -m pip install -q "maturin>=1.5,<2" pytest numpy numcodecs zarr h5py h5netcdf xarray netCDF4
 fi
-# The standalone HDF5 filter plugin goes into the package (adz/plugins/, package data of the
-# wheel), for programs that find filters only on HDF5_PLUGIN_PATH (adz.hdf5.plugin_path()).
-# Debug info stripped: the wheel carries the code, not 20 MB of DWARF.
-CARGO="${CARGO:-cargo}"
-"$CARGO" build --release -q -p adz-hdf5
-TARGET="${CARGO_TARGET_DIR:-target}"
-mkdir -p crates/adz-python/python/adz/plugins
-if command -v strip >/dev/null; then
-    strip --strip-debug -o crates/adz-python/python/adz/plugins/libadz_hdf5.so \
-        "$TARGET/release/libadz_hdf5.so"
-else
-    cp "$TARGET/release/libadz_hdf5.so" crates/adz-python/python/adz/plugins/
-fi
-# maturin develop builds the extension and installs the package (editable) into the venv.
-(cd crates/adz-python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
-    "$VENV/bin/maturin" develop --release --quiet --features s3)
+# Install the package the way `pip install ./crates/adz-python` does, through its PEP 517
+# backend (build_backend/adz_build.py), editable: the backend builds the standalone HDF5 filter
+# plugin into adz/plugins/ and hands over to maturin (release, with `s3`). No build isolation:
+# the venv's maturin builds it, and nothing is fetched per run.
+(VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" "$PY" -m pip install -q --no-build-isolation \
+    --no-deps -e ./crates/adz-python --config-settings=build-args="--features s3")
 if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
     state="$(mktemp -d "${TMPDIR:-/tmp}/adz-python-s3.XXXXXX")"
     trap 'CACHE="$CACHE" scripts/minio.sh stop "$state"; rm -rf "$state"' EXIT

@@ -4,10 +4,13 @@
 //! element, so the slowly changing high bytes of numbers end up next to each other where a codec
 //! finds them. Bytes after the last whole element are copied as they are.
 //!
-//! Element sizes 2, 4 and 8 take fast paths: eight elements at a time are loaded into `u64`
-//! words, transposed with shifts and masks (a SIMD-within-a-register transpose, so no `unsafe`
-//! and no target features), and written as one 8-byte run per output stream. Other sizes take
-//! a plain strided loop.
+//! Element sizes 2, 4 and 8 take fast paths. On an x86-64 CPU with AVX2 they run plain
+//! gather/scatter loops that LLVM vectorizes when compiled for AVX2, which `pulp` does at run
+//! time without `unsafe` here ([`wide`]); 8-byte elements go through two such passes, a tile
+//! at a time, so the intermediate stays in L1. Otherwise eight elements at a time are loaded
+//! into `u64` words, transposed with shifts and masks (a SIMD-within-a-register transpose), and
+//! written as one 8-byte run per output stream: on SSE2 alone that is twice as fast as the
+//! loops. Other sizes take a plain strided loop.
 
 use std::slice::{ChunksExact, ChunksExactMut};
 
@@ -26,6 +29,11 @@ use std::slice::{ChunksExact, ChunksExactMut};
 ///
 /// If `dst.len() != src.len()`.
 pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+    shuffle_with(wide::available(), elem_size, src, dst)
+}
+
+/// [`shuffle`] with the vectorized loops or without.
+fn shuffle_with(wide: bool, elem_size: usize, src: &[u8], dst: &mut [u8]) {
     assert_eq!(src.len(), dst.len(), "shuffle: src and dst differ in length");
     let n = src.len().checked_div(elem_size).unwrap_or(0);
     if elem_size <= 1 || n == 0 {
@@ -35,13 +43,19 @@ pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
     let body = n * elem_size;
     let (src, src_tail) = src.split_at(body);
     let (dst, dst_tail) = dst.split_at_mut(body);
+    shuffle_body(wide, elem_size, src, dst, n);
+    dst_tail.copy_from_slice(src_tail);
+}
+
+/// [`shuffle`] of `n` whole elements, with the vectorized loops or without.
+fn shuffle_body(wide: bool, elem_size: usize, src: &[u8], dst: &mut [u8], n: usize) {
     match elem_size {
+        2 | 4 | 8 if wide => wide::shuffle(elem_size, src, dst),
         2 => shuffle_fixed::<2>(src, dst, n, gather2),
         4 => shuffle_fixed::<4>(src, dst, n, gather4),
         8 => shuffle_fixed::<8>(src, dst, n, gather8),
         _ => shuffle_generic(elem_size, src, dst, n),
     }
-    dst_tail.copy_from_slice(src_tail);
 }
 
 /// Undo [`shuffle`]: `unshuffle(k, shuffled, out)` restores what `shuffle(k, out, shuffled)` was
@@ -51,6 +65,11 @@ pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
 ///
 /// If `dst.len() != src.len()`.
 pub fn unshuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+    unshuffle_with(wide::available(), elem_size, src, dst)
+}
+
+/// [`unshuffle`] with the vectorized loops or without.
+fn unshuffle_with(wide: bool, elem_size: usize, src: &[u8], dst: &mut [u8]) {
     assert_eq!(src.len(), dst.len(), "unshuffle: src and dst differ in length");
     let n = src.len().checked_div(elem_size).unwrap_or(0);
     if elem_size <= 1 || n == 0 {
@@ -60,13 +79,158 @@ pub fn unshuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
     let body = n * elem_size;
     let (src, src_tail) = src.split_at(body);
     let (dst, dst_tail) = dst.split_at_mut(body);
+    unshuffle_body(wide, elem_size, src, dst, n);
+    dst_tail.copy_from_slice(src_tail);
+}
+
+/// [`unshuffle`] of `n` whole elements, with the vectorized loops or without.
+fn unshuffle_body(wide: bool, elem_size: usize, src: &[u8], dst: &mut [u8], n: usize) {
     match elem_size {
+        2 | 4 | 8 if wide => wide::unshuffle(elem_size, src, dst),
         2 => unshuffle_fixed::<2>(src, dst, n, scatter2),
         4 => unshuffle_fixed::<4>(src, dst, n, scatter4),
         8 => unshuffle_fixed::<8>(src, dst, n, scatter8),
         _ => unshuffle_generic(elem_size, src, dst, n),
     }
-    dst_tail.copy_from_slice(src_tail);
+}
+
+/// Shuffle loops for LLVM to vectorize: each element's bytes go to (or come from) one output
+/// slice each, with no bounds checks in the loop. `pulp` runs them compiled for the CPU's
+/// AVX2, where LLVM turns the stride-2 and stride-4 byte accesses into shuffles (24 GB/s
+/// for 4-byte elements on the benchmark's EPYC, against 8 GB/s for the SWAR transpose).
+mod wide {
+    /// Elements of 8 bytes per tile: two passes through a 16 KiB buffer on the stack.
+    const TILE: usize = 2048;
+
+    /// Whether to use these loops: on x86-64 with AVX2. Elsewhere they are not measured, and
+    /// with SSE2 alone LLVM leaves them scalar.
+    pub(super) fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::is_x86_feature_detected!("avx2")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Shuffle whole elements of 2, 4 or 8 bytes (`src.len()` a multiple of `elem_size`).
+    pub(super) fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+        pulp::Arch::new().dispatch(Op { elem_size, undo: false, src, dst })
+    }
+
+    /// Undo [`shuffle`].
+    pub(super) fn unshuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+        pulp::Arch::new().dispatch(Op { elem_size, undo: true, src, dst })
+    }
+
+    /// One call of the loops; `with_simd` is inlined into pulp's function compiled for the
+    /// CPU's features, and everything it calls is `inline(always)` so it is too (a closure's
+    /// body is not inlined as reliably, and then stays scalar).
+    struct Op<'a> {
+        elem_size: usize,
+        undo: bool,
+        src: &'a [u8],
+        dst: &'a mut [u8],
+    }
+
+    impl pulp::WithSimd for Op<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Op { elem_size, undo, src, dst } = self;
+            match (elem_size, undo) {
+                (2, false) => split2(src, dst),
+                (4, false) => split4(src, dst),
+                (_, false) => shuffle8(src, dst),
+                (2, true) => join2(src, dst),
+                (4, true) => join4(src, dst),
+                (_, true) => unshuffle8(src, dst),
+            }
+        }
+    }
+
+    /// Byte 0 of every 2-byte element to the first half of `dst`, byte 1 to the second.
+    #[inline(always)]
+    fn split2(src: &[u8], dst: &mut [u8]) {
+        let (d0, d1) = dst.split_at_mut(src.len() / 2);
+        for ((e, a), b) in src.chunks_exact(2).zip(d0).zip(d1) {
+            (*a, *b) = (e[0], e[1]);
+        }
+    }
+
+    #[inline(always)]
+    fn join2(src: &[u8], dst: &mut [u8]) {
+        let (s0, s1) = src.split_at(src.len() / 2);
+        for ((e, a), b) in dst.chunks_exact_mut(2).zip(s0).zip(s1) {
+            (e[0], e[1]) = (*a, *b);
+        }
+    }
+
+    /// Byte `j` of every 4-byte element to quarter `j` of `dst`.
+    #[inline(always)]
+    fn split4(src: &[u8], dst: &mut [u8]) {
+        let n = src.len() / 4;
+        let (d0, rest) = dst.split_at_mut(n);
+        let (d1, rest) = rest.split_at_mut(n);
+        let (d2, d3) = rest.split_at_mut(n);
+        for ((((e, a), b), c), d) in src.chunks_exact(4).zip(d0).zip(d1).zip(d2).zip(d3) {
+            (*a, *b, *c, *d) = (e[0], e[1], e[2], e[3]);
+        }
+    }
+
+    #[inline(always)]
+    fn join4(src: &[u8], dst: &mut [u8]) {
+        let n = src.len() / 4;
+        let (s0, rest) = src.split_at(n);
+        let (s1, rest) = rest.split_at(n);
+        let (s2, s3) = rest.split_at(n);
+        for ((((e, a), b), c), d) in dst.chunks_exact_mut(4).zip(s0).zip(s1).zip(s2).zip(s3) {
+            (e[0], e[1], e[2], e[3]) = (*a, *b, *c, *d);
+        }
+    }
+
+    /// 8-byte elements, a tile at a time: [`split4`] of the tile's 4-byte halves leaves, in
+    /// quarter `j`, bytes `j` and `j + 4` alternating; [`split2`] of each quarter puts them in
+    /// streams `j` and `j + 4` of `dst`.
+    #[inline(always)]
+    fn shuffle8(src: &[u8], dst: &mut [u8]) {
+        let n = src.len() / 8;
+        let mut tmp = [0u8; 8 * TILE];
+        for (t, tile) in src.chunks(8 * TILE).enumerate() {
+            let (first, m) = (t * TILE, tile.len() / 8);
+            let tmp = &mut tmp[..tile.len()];
+            split4(tile, tmp);
+            for (j, quarter) in tmp.chunks_exact(2 * m).enumerate() {
+                let (lo, hi) = dst.split_at_mut((j + 4) * n);
+                let out = &mut lo[j * n + first..j * n + first + m];
+                let out_hi = &mut hi[first..first + m];
+                for ((e, a), b) in quarter.chunks_exact(2).zip(out).zip(out_hi) {
+                    (*a, *b) = (e[0], e[1]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn unshuffle8(src: &[u8], dst: &mut [u8]) {
+        let n = src.len() / 8;
+        let mut tmp = [0u8; 8 * TILE];
+        for (t, tile) in dst.chunks_mut(8 * TILE).enumerate() {
+            let (first, m) = (t * TILE, tile.len() / 8);
+            let tmp = &mut tmp[..tile.len()];
+            for (j, quarter) in tmp.chunks_exact_mut(2 * m).enumerate() {
+                let a = &src[j * n + first..j * n + first + m];
+                let b = &src[(j + 4) * n + first..(j + 4) * n + first + m];
+                for ((e, a), b) in quarter.chunks_exact_mut(2).zip(a).zip(b) {
+                    (e[0], e[1]) = (*a, *b);
+                }
+            }
+            join4(tmp, tile);
+        }
+    }
 }
 
 /// Elements per block of the fast paths: one `u64` per output stream.
@@ -320,33 +484,50 @@ mod tests {
         assert_eq!(out, [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 16, 17, 18]);
     }
 
-    #[test]
-    fn matches_reference_and_inverts_for_all_small_shapes() {
-        for elem_size in 0..=17 {
-            for len in 0..=100 {
-                let src = bytes(len);
-                let mut shuffled = vec![0xAA; len];
-                shuffle(elem_size, &src, &mut shuffled);
-                assert_eq!(shuffled, shuffle_reference(elem_size, &src), "k={elem_size} len={len}");
-                let mut back = vec![0x55; len];
-                unshuffle(elem_size, &shuffled, &mut back);
-                assert_eq!(back, src, "k={elem_size} len={len}");
-            }
+    /// Both paths (the vectorized loops run on any CPU, scalar without AVX2) against the
+    /// reference, and back.
+    fn check(elem_size: usize, src: &[u8]) {
+        let len = src.len();
+        for wide in [false, true] {
+            let mut shuffled = vec![0xAA; len];
+            shuffle_with(wide, elem_size, src, &mut shuffled);
+            let expected = shuffle_reference(elem_size, src);
+            assert!(shuffled == expected, "k={elem_size} len={len} wide={wide}");
+            let mut back = vec![0x55; len];
+            unshuffle_with(wide, elem_size, &shuffled, &mut back);
+            assert!(back == src, "k={elem_size} len={len} wide={wide}: unshuffle");
         }
     }
 
     #[test]
+    fn matches_reference_and_inverts_for_all_small_shapes() {
+        for elem_size in 0..=17 {
+            for len in 0..=100 {
+                check(elem_size, &bytes(len));
+            }
+        }
+    }
+
+    /// Lengths around the 8-byte path's tiles (2048 elements) and a 1 MiB chunk.
+    #[test]
     fn fast_paths_match_reference_on_large_odd_lengths() {
         for elem_size in [2, 4, 8, 3, 16] {
-            for len in [4095, 4096, 4097, 65_536 + 13] {
-                let src = bytes(len);
-                let mut shuffled = vec![0; len];
-                shuffle(elem_size, &src, &mut shuffled);
-                assert_eq!(shuffled, shuffle_reference(elem_size, &src), "k={elem_size} len={len}");
-                let mut back = vec![0; len];
-                unshuffle(elem_size, &shuffled, &mut back);
-                assert_eq!(back, src);
+            for len in [4095, 4096, 4097, 16_384, 16_391, 65_536 + 13, 3 * 16_384 + 8 * 77 + 5] {
+                check(elem_size, &bytes(len));
             }
+        }
+        check(4, &bytes(1 << 20));
+        check(8, &bytes(1 << 20));
+    }
+
+    proptest::proptest! {
+        /// Any bytes, element size and length, both paths.
+        #[test]
+        fn any_input_matches_reference(
+            elem_size in 0usize..=17,
+            src in proptest::collection::vec(proptest::num::u8::ANY, 0..40_000),
+        ) {
+            check(elem_size, &src);
         }
     }
 

@@ -217,9 +217,10 @@ fn encode(cd: &[c_uint], input: &[u8]) -> crate::Result<(*mut c_void, usize)> {
     let p = Params::from_cd(cd)?;
     OUT.with(|out| {
         let mut out = out.borrow_mut();
-        crate::encode_chunk(&p, input, &mut out)?;
-        with_buffer(out.len(), |dst| {
-            dst.copy_from_slice(&out);
+        // OUT keeps its length across chunks: not zeroed for every chunk.
+        let end = crate::encode_chunk_at(&p, input, &mut out, 0)?;
+        with_buffer(end, |dst| {
+            dst.copy_from_slice(&out[..end]);
             Ok(())
         })
     })

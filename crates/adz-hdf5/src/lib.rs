@@ -54,14 +54,15 @@ pub mod h5;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use adz_core::control::{
     classify, entropy, new_control, BlockContext, BlockMeasurement, Control, ControllerConfig,
-    Link, Strategy,
+    Decision, Link, Strategy,
 };
 use adz_core::format::{
-    CodecSpec, FilterId, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN, MAX_FRAME_RAW_LEN,
+    CodecId, CodecSpec, FilterId, FilterSpec, Filters, FrameHeader, FRAME_HEADER_LEN,
+    MAX_FRAME_RAW_LEN,
 };
 use adz_core::{FrameDecoder, FrameEncoder};
 
@@ -334,27 +335,117 @@ pub fn encode_chunk(p: &Params, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
 /// that many workers, pipelined (0: the filter's serial one).
 pub fn encode_chunk_on(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize) -> Result<()> {
     out.clear();
+    let end = encode_chunk_at(p, raw, out, workers)?;
+    out.truncate(end);
+    Ok(())
+}
+
+/// [`encode_chunk_on`] into `out[..end]`, returning `end`. `out` is grown where it is short
+/// and never shortened, and what lies past `end` is left over: a buffer kept across chunks is
+/// not zeroed again for every chunk (decision 0025).
+pub fn encode_chunk_at(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize) -> Result<usize> {
     if raw.is_empty() || raw.len() as u64 > MAX_CHUNK {
         return Err(Error::Params(format!("a chunk of {} bytes", raw.len())));
     }
     let filters = p.frame_filters();
     ENCODER.with(|enc| {
         let mut enc = enc.borrow_mut();
+        let mut end = 0;
         for (i, piece) in raw.chunks(MAX_FRAME_RAW_LEN as usize).enumerate() {
             let offset = (i * MAX_FRAME_RAW_LEN as usize) as u64;
-            match p.mode {
+            let (codec, f, keep, key) = match p.mode {
                 Mode::Static(c) => {
                     let f = if c == CodecSpec::NONE { Filters::NONE } else { filters };
-                    enc.encode(piece, offset, c, f, KEEP_RATIO, out)?;
+                    (c, f, KEEP_RATIO, None)
                 }
                 Mode::Adaptive { strategy, link } => {
                     let how = Adaptive { strategy, link, workers };
-                    encode_adaptive(&mut enc, how, filters, piece, offset, out)?
+                    let (codec, keep, key) = decide_adaptive(how, filters, piece, offset);
+                    let f = if codec.codec == CodecSpec::NONE { Filters::NONE } else { filters };
+                    (codec.codec, f, keep, Some((key, codec)))
                 }
+            };
+            if key.is_some() {
+                warm_up(&mut enc, piece, f, out, end)?;
+            }
+            let timed = encode_frame(&mut enc, piece, offset, (codec, f, keep), out, end)?;
+            end = timed.end;
+            if let Some((key, decision)) = key {
+                record_adaptive(&key, decision, piece.len(), &timed.header, timed.wall, timed.cpu);
             }
         }
-        Ok(())
+        Ok(end)
     })
+}
+
+/// A frame [`encode_frame`] wrote and how long it took.
+struct Timed {
+    header: FrameHeader,
+    end: usize,
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Encode one frame into `out` from `start` (a raw one with its payload), timed.
+fn encode_frame(
+    enc: &mut FrameEncoder,
+    piece: &[u8],
+    offset: u64,
+    (codec, filters, keep): (CodecSpec, Filters, f64),
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<Timed> {
+    let cpu0 = cpu_time::ThreadTime::try_now().ok();
+    let wall0 = Instant::now();
+    let (header, payload_is_raw, mut end) =
+        enc.encode_at(piece, offset, codec, filters, keep, out, start)?;
+    if payload_is_raw {
+        // A frame stored raw: its payload is the piece itself.
+        if out.len() < end + piece.len() {
+            out.resize(end + piece.len(), 0);
+        }
+        out[end..end + piece.len()].copy_from_slice(piece);
+        end += piece.len();
+    }
+    let wall = wall0.elapsed();
+    let cpu = cpu0.map_or(wall, |c| c.elapsed());
+    Ok(Timed { header, end, wall, cpu })
+}
+
+thread_local! {
+    /// The longest frame this thread's encoder and output buffer have been grown for.
+    static WARMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Before this thread times its first frame of a length: grow the encoder's filter buffer
+/// and `out` to it, untimed. Their first growth faults in fresh pages, which made the first
+/// adaptive chunk of a process compress at about half its speed (1.5 ms of lz4:1 took 3.1),
+/// and on a chunk where compressing barely pays, serial S1 then went raw and measured again
+/// only one chunk in 64.
+fn warm_up(
+    enc: &mut FrameEncoder,
+    piece: &[u8],
+    filters: Filters,
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<()> {
+    let need = start + FRAME_HEADER_LEN + max_compressed_len(piece.len());
+    if WARMED.get() >= need {
+        return Ok(());
+    }
+    // Codec none with the filters runs them into the encoder's buffer and copies the result.
+    enc.encode_at(piece, 0, CodecSpec::NONE, filters, 1.0, out, start)?;
+    if out.len() < need {
+        out.resize(need, 0);
+    }
+    WARMED.set(need);
+    Ok(())
+}
+
+/// A bound on any codec's output for `len` bytes (lz4's and zstd's are about `len / 255`
+/// over, xz's more on tiny inputs).
+fn max_compressed_len(len: usize) -> usize {
+    CodecId::ALL.iter().map(|&c| adz_core::codec::max_compressed_len(c, len)).max().unwrap_or(len)
 }
 
 /// Which of the process's controllers decides an adaptive chunk.
@@ -366,16 +457,14 @@ struct Adaptive {
     workers: usize,
 }
 
-/// One frame with the codec the process's controller for (strategy, link, workers) picks; the
-/// CPU and wall time of the compression go back to it.
-fn encode_adaptive(
-    enc: &mut FrameEncoder,
+/// The codec the process's controller for (strategy, link, workers) picks for one frame, the
+/// keep threshold, and the controller's key for [`record_adaptive`].
+fn decide_adaptive(
     how: Adaptive,
     filters: Filters,
     piece: &[u8],
     offset: u64,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+) -> (Decision, f64, String) {
     let Adaptive { strategy, link, workers } = how;
     let key = if workers == 0 {
         format!("{strategy}@{link}")
@@ -386,40 +475,42 @@ fn encode_adaptive(
     // 1000:1, random momenta 1.07:1): one model per class of data, as the pipeline keeps.
     let class = chunk_class(piece, filters);
     let ctx = BlockContext { raw_offset: offset, raw_len: piece.len(), hints: &[], class };
-    let (decision, keep) = {
-        let mut all = lock_controllers();
-        let ctl = all.entry(key.clone()).or_insert_with(|| {
-            // The filter is one thread that compresses a chunk, then writes it: the serial
-            // objective. Workers that compress while the writer writes are a pipeline.
-            let cfg = if workers == 0 {
-                ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true)
-            } else {
-                ControllerConfig::new(strategy, Link::Fixed(link), workers)
-            };
-            new_control(cfg)
-        });
-        (ctl.next_block(&ctx), ctl.keep_threshold())
-    };
-    let f = if decision.codec == CodecSpec::NONE { Filters::NONE } else { filters };
-    let cpu0 = cpu_time::ThreadTime::try_now().ok();
-    let wall0 = Instant::now();
-    let h = enc.encode(piece, offset, decision.codec, f, keep, out)?;
-    let wall = wall0.elapsed();
-    let cpu = cpu0.map_or(wall, |c| c.elapsed());
-    if decision.codec != CodecSpec::NONE {
-        let mut all = lock_controllers();
-        if let Some(ctl) = all.get_mut(&key) {
-            ctl.record_block(&BlockMeasurement {
-                decision,
-                raw_len: piece.len() as u64,
-                stored_len: u64::from(h.stored_len),
-                stored_raw: h.stored_raw(),
-                wall,
-                cpu,
-            });
-        }
+    let mut all = lock_controllers();
+    let ctl = all.entry(key.clone()).or_insert_with(|| {
+        // The filter is one thread that compresses a chunk, then writes it: the serial
+        // objective. Workers that compress while the writer writes are a pipeline.
+        let cfg = if workers == 0 {
+            ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true)
+        } else {
+            ControllerConfig::new(strategy, Link::Fixed(link), workers)
+        };
+        new_control(cfg)
+    });
+    (ctl.next_block(&ctx), ctl.keep_threshold(), key)
+}
+
+/// The CPU and wall time of a compressed frame go back to the controller that decided it.
+fn record_adaptive(
+    key: &str,
+    decision: Decision,
+    raw_len: usize,
+    h: &FrameHeader,
+    wall: Duration,
+    cpu: Duration,
+) {
+    if decision.codec == CodecSpec::NONE {
+        return;
     }
-    Ok(())
+    if let Some(ctl) = lock_controllers().get_mut(key) {
+        ctl.record_block(&BlockMeasurement {
+            decision,
+            raw_len: raw_len as u64,
+            stored_len: u64::from(h.stored_len),
+            stored_raw: h.stored_raw(),
+            wall,
+            cpu,
+        });
+    }
 }
 
 /// Entropy bounds (bits per byte) between classes 1|2, 2|3 and 3|4, as adz-control's
