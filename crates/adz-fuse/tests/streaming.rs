@@ -325,3 +325,75 @@ fn a_mount_that_stages_writes_streams_nothing() {
     assert_eq!(decode(&m.src.join("f.adz")), raw);
     assert_eq!(m.stats().bytes_streamed, 0);
 }
+
+/// A tmpfs of `bytes` mounted on `dir` for a test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// None if tmpfs cannot be mounted here (not root).
+    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A source whose file system fills up during a stream (issue 25: "nothing wrong is ever
+/// returned", and a failed write never leaves a file that looks complete): a write or the
+/// close fails with an error, the old version stays under the name, no temporary is left, and
+/// once there is room again the same file streams and commits.
+#[test]
+fn a_stream_that_fills_the_source_fails_and_keeps_the_old_version() {
+    let _serial = serial();
+    let old = data(200_000, 8);
+    // Declared before the mount, so that it is unmounted after it.
+    let mut fs_guard = None;
+    let Some(mut m) = Mounted::new(|src| {
+        fs_guard = Tmpfs::mount(src, 3 << 20);
+        fs::write(src.join("f.adz"), adz_bytes(&old, 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    if fs_guard.is_none() {
+        eprintln!("skipped: cannot mount a tmpfs (not root)");
+        return;
+    }
+    // Random bytes do not compress: 8 MiB cannot fit in 3 MiB.
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let raw: Vec<u8> = (0..8 << 20)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng as u8
+        })
+        .collect();
+    let mut f = OpenOptions::new().write(true).truncate(true).open(m.mnt.join("f")).unwrap();
+    let mut failed = raw.chunks(128 << 10).map(|c| f.write_all(c)).find_map(Result::err);
+    let closed = f.sync_all();
+    drop(f);
+    if failed.is_none() {
+        failed = closed.err();
+    }
+    let err = failed.expect("a write or the fsync fails when the source is full");
+    // EIO (5) or ENOSPC (28).
+    assert!(matches!(err.raw_os_error(), Some(5 | 28)), "EIO or ENOSPC, got {err}");
+    assert_eq!(decode(&m.src.join("f.adz")), old, "the old version stays under the name");
+    assert!(temporaries(&m.src, "f").is_empty(), "no temporary left");
+    assert_eq!(fs::read(m.mnt.join("f")).unwrap(), old, "the mount reads the old version");
+
+    // With room again, the same name streams and commits.
+    let small = data(1_000_000, 9);
+    fs::write(m.mnt.join("f"), &small).unwrap();
+    assert_eq!(decode(&m.src.join("f.adz")), small);
+    m.unmount();
+}
