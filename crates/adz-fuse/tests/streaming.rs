@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{adz_bytes, data, decode, Mounted};
+use common::{adz_bytes, data, decode, noise, Mounted};
 
 /// The temporaries of commits in progress in `dir` for `name` (`.NAME.adz.adz-tmp-*`).
 fn temporaries(dir: &Path, name: &str) -> Vec<PathBuf> {
@@ -368,15 +368,7 @@ fn a_stream_that_fills_the_source_fails_and_keeps_the_old_version() {
         return;
     }
     // Random bytes do not compress: 8 MiB cannot fit in 3 MiB.
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let raw: Vec<u8> = (0..8 << 20)
-        .map(|_| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng as u8
-        })
-        .collect();
+    let raw = noise(8 << 20, 10);
     let mut f = OpenOptions::new().write(true).truncate(true).open(m.mnt.join("f")).unwrap();
     let mut failed = raw.chunks(128 << 10).map(|c| f.write_all(c)).find_map(Result::err);
     let closed = f.sync_all();

@@ -105,16 +105,31 @@ pub fn wait_mounted(mnt: &Path) {
     }
 }
 
+/// A deterministic xorshift stream from `seed`.
+fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    std::iter::repeat_with(move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    })
+}
+
+/// Deterministic bytes that do not compress.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    xorshift(seed).take(len).map(|x| x as u8).collect()
+}
+
 /// Deterministic bytes that compress somewhat: words from a small vocabulary.
 pub fn data(len: usize, seed: u64) -> Vec<u8> {
     let words: [&[u8]; 8] =
         [b"alpha ", b"beta ", b"gamma ", b"delta ", b"0.125 ", b"3.5e-7 ", b"\n", b"temperature "];
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let mut out = Vec::with_capacity(len + 16);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+    for x in xorshift(seed) {
+        if out.len() >= len {
+            break;
+        }
         if x % 5 == 0 {
             out.extend_from_slice(&x.to_le_bytes()[..3]);
         } else {
