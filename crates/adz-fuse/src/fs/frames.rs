@@ -13,14 +13,14 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use adz_core::reader::FrameCache;
+use adz_core::reader::{FrameBytes, FrameCache};
 
 use super::{lock, OpenReader};
 
 /// A frame of an opened version: (reader id, frame index).
 type Key = (u64, usize);
 /// Frames decoded, one buffer each.
-type Decoded = adz_core::Result<Vec<Arc<Vec<u8>>>>;
+type Decoded = adz_core::Result<Vec<FrameBytes>>;
 
 /// A read that starts within this many bytes of where the handle's previous reads ended
 /// continues the sequence.
@@ -77,7 +77,7 @@ impl Frames {
     }
 
     /// Frame `key` from the cache, after waiting for a decode of it under way.
-    pub(super) fn get(&self, key: Key) -> Option<Arc<Vec<u8>>> {
+    pub(super) fn get(&self, key: Key) -> Option<FrameBytes> {
         let mut p = lock(&self.pending);
         while p.contains(&key) {
             p = self.done.wait(p).unwrap_or_else(|e| e.into_inner());
@@ -109,11 +109,11 @@ impl Frames {
     }
 
     /// End the decode of `run` (claimed): cache what was decoded, wake the waiting reads.
-    fn publish(&self, id: u64, run: Range<usize>, data: Option<&[Arc<Vec<u8>>]>) {
+    fn publish(&self, id: u64, run: Range<usize>, data: Option<&[FrameBytes]>) {
         if let Some(data) = data {
             let mut c = lock(&self.cache);
             for (i, d) in run.clone().zip(data) {
-                c.insert((id, i), Arc::clone(d));
+                c.insert((id, i), d.clone());
             }
         }
         let mut p = lock(&self.pending);

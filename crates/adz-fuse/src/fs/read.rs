@@ -32,10 +32,20 @@ impl Storage for FdStorage {
     ) -> adz_core::store::Result<Vec<u8>> {
         let size = self.size(name)?;
         adz_core::store::Error::check_range(name, &range, size)?;
-        let mut buf = vec![0; (range.end - range.start) as usize];
-        self.file.read_exact_at(&mut buf, range.start).map_err(|source| {
-            adz_core::store::Error::Io { op: "read", name: name.to_owned(), source }
-        })?;
+        let io = |source| adz_core::store::Error::Io { op: "read", name: name.to_owned(), source };
+        let len = (range.end - range.start) as usize;
+        // Read into the spare capacity: the bytes are not zeroed before the read overwrites them.
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = range.start + buf.len() as u64;
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                Ok(0) => return Err(io(io::ErrorKind::UnexpectedEof.into())),
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(io(e.into())),
+            }
+        }
+        buf.truncate(len); // the capacity may have been more than asked
         Ok(buf)
     }
 
@@ -121,7 +131,7 @@ impl AdzFs {
         let frames = r.reader.index().frames_for(off..end);
         if frames.len() == 1 {
             // Inside one cached frame (the usual case: 128 KiB requests, larger frames): the
-            // reply is a slice of the cached frame, no copy.
+            // reply is a slice of the cached frame, no copy (of a raw frame: of its fetched bytes).
             if let Some(data) = self.frames.get((r.id, frames.start)) {
                 let at = (off - entries[frames.start].raw_offset) as usize;
                 if let Some(seq) = seq {
@@ -173,7 +183,7 @@ impl AdzFs {
 /// The bytes a read replies with: its own, or a slice of a frame in the shared cache.
 pub(super) enum Bytes {
     Owned(Vec<u8>),
-    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+    Shared(adz_core::reader::FrameBytes, std::ops::Range<usize>),
 }
 
 impl std::ops::Deref for Bytes {
