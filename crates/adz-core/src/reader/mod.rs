@@ -46,7 +46,7 @@ use adz_format::Index;
 use adz_store::Storage;
 use serde::Serialize;
 
-pub use self::bytes::FrameBytes;
+pub use self::bytes::{frame_buffer, recycle_frame_buffers, FrameBytes};
 pub use self::cache::FrameCache;
 pub use self::cursor::ReaderCursor;
 use crate::FrameDecoder;

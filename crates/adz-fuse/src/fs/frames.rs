@@ -27,6 +27,9 @@ type Decoded = adz_core::Result<Vec<FrameBytes>>;
 pub(super) const SLACK: u64 = 256 << 10;
 /// Read-ahead workers running at once, for the whole mount.
 pub(super) const MAX_WORKERS: usize = 4;
+/// Idle frame buffers kept for reuse, for the whole mount (`adz_core::reader::frame_buffer`):
+/// a frame evicted from the cache lends its buffer to the next frame fetched.
+const RECYCLED_BYTES: u64 = 16 << 20;
 
 /// What the read path has done ([`crate::MountStats`]).
 #[derive(Debug, Default)]
@@ -66,6 +69,7 @@ pub(super) struct Frames {
 
 impl Frames {
     pub(super) fn new(cache_bytes: u64, read_ahead: u64) -> Frames {
+        adz_core::reader::recycle_frame_buffers(RECYCLED_BYTES);
         Frames {
             cache: Mutex::new(FrameCache::new(cache_bytes)),
             pending: Mutex::new(HashSet::new()),

@@ -32,20 +32,11 @@ impl Storage for FdStorage {
     ) -> adz_core::store::Result<Vec<u8>> {
         let size = self.size(name)?;
         adz_core::store::Error::check_range(name, &range, size)?;
-        let io = |source| adz_core::store::Error::Io { op: "read", name: name.to_owned(), source };
-        let len = (range.end - range.start) as usize;
-        // Read into the spare capacity: the bytes are not zeroed before the read overwrites them.
-        let mut buf = Vec::with_capacity(len);
-        while buf.len() < len {
-            let at = range.start + buf.len() as u64;
-            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
-                Ok(0) => return Err(io(io::ErrorKind::UnexpectedEof.into())),
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io(e.into())),
-            }
-        }
-        buf.truncate(len); // the capacity may have been more than asked
+        // A recycled buffer: its pages are in place and it is not zeroed again.
+        let mut buf = adz_core::reader::frame_buffer((range.end - range.start) as usize);
+        self.file.read_exact_at(&mut buf, range.start).map_err(|source| {
+            adz_core::store::Error::Io { op: "read", name: name.to_owned(), source }
+        })?;
         Ok(buf)
     }
 
