@@ -245,23 +245,15 @@ impl FrameDecoder {
         }
         // Damaged payloads stop here, before any codec sees them.
         h.check_payload(payload, frame, offset)?;
-        {
-            let codec = h.codec().ok_or(adz_format::Error::UnknownCodec {
-                frame,
-                offset,
-                id: h.codec_id,
-            })?;
-            let filters = h.filters()?;
-            if filters.is_empty() {
-                self.ctx.decompress_into(codec.id(), payload, out).map_err(codec_err)?;
-            } else {
-                self.filtered.resize(out.len(), 0);
-                self.ctx
-                    .decompress_into(codec.id(), payload, &mut self.filtered)
-                    .map_err(codec_err)?;
-                undo_filters(&filters, &self.filtered, out, &mut self.scratch)
-                    .map_err(codec_err)?;
-            }
+        let codec =
+            h.codec().ok_or(adz_format::Error::UnknownCodec { frame, offset, id: h.codec_id })?;
+        let filters = h.filters()?;
+        if filters.is_empty() {
+            self.ctx.decompress_into(codec.id(), payload, out).map_err(codec_err)?;
+        } else {
+            self.filtered.resize(out.len(), 0);
+            self.ctx.decompress_into(codec.id(), payload, &mut self.filtered).map_err(codec_err)?;
+            undo_filters(&filters, &self.filtered, out, &mut self.scratch).map_err(codec_err)?;
         }
         let computed = xxh3(out);
         if computed != h.raw_checksum {
