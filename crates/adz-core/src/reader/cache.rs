@@ -57,6 +57,14 @@ impl<K: Copy + Eq + Hash> FrameCache<K> {
         self.used += len;
     }
 
+    /// Drop the frame, if cached.
+    pub fn remove(&mut self, key: K) -> Option<FrameBytes> {
+        let (data, t) = self.frames.remove(&key)?;
+        self.order.remove(&t);
+        self.used -= data.len() as u64;
+        Some(data)
+    }
+
     /// Bytes held now.
     pub fn used(&self) -> u64 {
         self.used
@@ -93,5 +101,11 @@ mod tests {
         assert!(!c.contains((1, 0)), "contains did not make (1, 0) recently used");
         assert!(c.contains((1, 1)) && c.contains((2, 0)));
         assert!(c.used() <= 10);
+        // Removed: gone, its bytes no longer counted, and it is not evicted a second time.
+        assert_eq!(c.remove((1, 1)).map(|d| d.len()), Some(4));
+        assert!(c.remove((1, 1)).is_none() && !c.contains((1, 1)));
+        assert_eq!(c.used(), 4);
+        c.insert((3, 0), FrameBytes::from(vec![3; 6]));
+        assert!(c.contains((2, 0)) && c.contains((3, 0)));
     }
 }
