@@ -180,6 +180,37 @@ impl std::fmt::Debug for FrameDecoder {
     }
 }
 
+/// Check the payload of a frame stored raw (header `h` parsed; the payload is the raw data):
+/// its length and both checksums, from one pass over it. The errors are
+/// [`decode`](FrameDecoder::decode)'s.
+pub(crate) fn check_stored_raw(
+    h: &FrameHeader,
+    payload: &[u8],
+    frame: u64,
+    offset: u64,
+) -> Result<()> {
+    if !h.stored_raw() || payload.len() != h.stored_len as usize || h.stored_len != h.raw_len {
+        return Err(Error::Config(format!(
+            "frame {frame}: {} payload bytes for a raw frame of {} / {}",
+            payload.len(),
+            h.stored_len,
+            h.raw_len
+        )));
+    }
+    let computed = xxh3(payload);
+    for (stored, payload_sum) in [(h.payload_checksum, true), (h.raw_checksum, false)] {
+        if computed != stored {
+            let e = if payload_sum {
+                adz_format::Error::PayloadChecksum { frame, offset, stored, computed }
+            } else {
+                adz_format::Error::DataChecksum { frame, offset, stored, computed }
+            };
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
 impl FrameDecoder {
     /// A new decoder.
     pub fn new() -> FrameDecoder {
@@ -207,27 +238,22 @@ impl FrameDecoder {
             )));
         }
         let codec_err = |source| Error::Codec { frame, offset, source };
+        if h.stored_raw() {
+            check_stored_raw(h, payload, frame, offset)?;
+            out.copy_from_slice(payload);
+            return Ok(());
+        }
         // Damaged payloads stop here, before any codec sees them.
         h.check_payload(payload, frame, offset)?;
-        if h.stored_raw() {
-            out.copy_from_slice(payload);
+        let codec =
+            h.codec().ok_or(adz_format::Error::UnknownCodec { frame, offset, id: h.codec_id })?;
+        let filters = h.filters()?;
+        if filters.is_empty() {
+            self.ctx.decompress_into(codec.id(), payload, out).map_err(codec_err)?;
         } else {
-            let codec = h.codec().ok_or(adz_format::Error::UnknownCodec {
-                frame,
-                offset,
-                id: h.codec_id,
-            })?;
-            let filters = h.filters()?;
-            if filters.is_empty() {
-                self.ctx.decompress_into(codec.id(), payload, out).map_err(codec_err)?;
-            } else {
-                self.filtered.resize(out.len(), 0);
-                self.ctx
-                    .decompress_into(codec.id(), payload, &mut self.filtered)
-                    .map_err(codec_err)?;
-                undo_filters(&filters, &self.filtered, out, &mut self.scratch)
-                    .map_err(codec_err)?;
-            }
+            self.filtered.resize(out.len(), 0);
+            self.ctx.decompress_into(codec.id(), payload, &mut self.filtered).map_err(codec_err)?;
+            undo_filters(&filters, &self.filtered, out, &mut self.scratch).map_err(codec_err)?;
         }
         let computed = xxh3(out);
         if computed != h.raw_checksum {
@@ -259,6 +285,31 @@ mod tests {
         FrameDecoder::new().decode(&h, &out[FRAME_HEADER_LEN..], 0, 0, &mut back).unwrap();
         assert_eq!(back, raw);
         h
+    }
+
+    #[test]
+    fn a_raw_frame_is_checked_against_both_checksums_in_one_pass() {
+        let noise = adz_datagen::generate(adz_datagen::Kind::Random, 5000, 2);
+        let h = round_trip(&noise, "zstd:3", Filters::NONE);
+        assert!(h.stored_raw());
+        check_stored_raw(&h, &noise, 0, 0).unwrap();
+        // A payload that its checksums do not match: a payload checksum error.
+        let mut bad = noise.clone();
+        bad[4000] ^= 1;
+        let e = check_stored_raw(&h, &bad, 7, 0).unwrap_err();
+        assert!(matches!(e, Error::Format(adz_format::Error::PayloadChecksum { frame: 7, .. })));
+        // A header whose raw checksum disagrees with its payload checksum: a data checksum
+        // error, from the raw check and from decode alike.
+        let mut h2 = h;
+        h2.raw_checksum ^= 1;
+        for e in [
+            check_stored_raw(&h2, &noise, 7, 0).unwrap_err(),
+            FrameDecoder::new().decode(&h2, &noise, 7, 0, &mut vec![0; 5000]).unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::Format(adz_format::Error::DataChecksum { frame: 7, .. })));
+        }
+        // A payload of the wrong length is refused before it is hashed.
+        assert!(check_stored_raw(&h, &noise[1..], 7, 0).is_err());
     }
 
     #[test]

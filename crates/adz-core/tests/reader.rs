@@ -259,6 +259,56 @@ fn a_damaged_frame_is_an_error_naming_it_and_other_frames_still_read() {
     assert_eq!(err.frame(), Some(3));
 }
 
+#[test]
+fn a_raw_frame_is_served_from_its_fetched_bytes_and_damage_is_still_an_error() {
+    let data = generate(Kind::Random, 40_000, 9);
+    let file = file_of(&data, 4096, "zstd:3");
+    // One thread: a run is fetched in one request, not split among threads.
+    let r = open(&store_with(&file), ReaderOptions { threads: 1, ..no_cache() }).unwrap();
+    let entries = r.index().entries().to_vec();
+    assert!(entries.iter().all(|e| e.stored_raw()), "random data is stored raw");
+    // A raw frame fetched alone is a slice of its fetched bytes, with the right bytes.
+    let one = r.frames(3..4).unwrap();
+    assert!(one[0].is_shared_slice());
+    assert_eq!(one[0].as_slice(), &data[3 * 4096..4 * 4096]);
+    // Fetched with neighbours it is copied out (a slice would hold the others' bytes too).
+    let run = r.frames(2..6).unwrap();
+    for (k, f) in run.iter().enumerate() {
+        assert!(!f.is_shared_slice());
+        assert_eq!(f.as_slice(), &data[(2 + k) * 4096..(3 + k) * 4096], "frame {}", 2 + k);
+    }
+    assert_eq!(r.read_range(0, data.len() as u64).unwrap(), data);
+    let cached = open(&store_with(&file), ReaderOptions::default()).unwrap();
+    assert_eq!(cached.read_range(3 * 4096 + 5, 100).unwrap(), &data[3 * 4096 + 5..3 * 4096 + 105]);
+    assert_eq!(cached.frames(3..4).unwrap()[0].as_slice(), &data[3 * 4096..4 * 4096]);
+
+    // Damage in a raw frame's payload, at its first and last byte and in its header: an error
+    // naming the frame, alone and in a run, cached or not; the other frames still read.
+    let e3 = entries[3];
+    let start = e3.file_offset as usize + FRAME_HEADER_LEN;
+    for at in [start, start + 4095, e3.file_offset as usize + 50] {
+        let mut bad = file.clone();
+        bad[at] ^= 0x01;
+        let store = store_with(&bad);
+        for opts in [ReaderOptions::default(), no_cache()] {
+            let r = open(&store, opts).unwrap();
+            let err = r.frames(3..4).unwrap_err();
+            assert!(err.to_string().contains("frame 3"), "byte {at}: {err}");
+            assert!(r.frames(2..6).is_err());
+            assert!(r.read_range(3 * 4096 + 10, 10).is_err());
+            assert_eq!(r.read_range(4 * 4096, 10).unwrap(), &data[4 * 4096..4 * 4096 + 10]);
+            assert_eq!(r.frames(2..3).unwrap()[0].as_slice(), &data[2 * 4096..3 * 4096]);
+        }
+    }
+    let mut bad = file.clone();
+    bad[start + 100] ^= 0x01;
+    let err = open(&store_with(&bad), no_cache()).unwrap().frames(3..4).unwrap_err();
+    assert!(
+        matches!(&err, Error::Format(FormatError::PayloadChecksum { frame: 3, .. })),
+        "{err:?}"
+    );
+}
+
 /// Recompute the index checksum after a test changed the trailer, so the checks after it run.
 fn resum(file: &mut [u8]) {
     let n = file.len();

@@ -210,6 +210,33 @@ fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
 }
 
 #[test]
+fn a_damaged_raw_frame_fails_with_eio_and_raw_frames_read_back_exactly() {
+    // Incompressible bytes: every frame is stored raw, served from its fetched bytes.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let raw: Vec<u8> = (0..64 << 10 << 3)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let good = adz_bytes(&raw, 64 << 10);
+    assert!(good.len() > raw.len(), "stored raw");
+    let Some(m) = Mounted::new(|src| {
+        fs::write(src.join("raw.adz"), &good).unwrap();
+        fs::write(src.join("hurt.adz"), common::damaged_adz(&raw)).unwrap();
+    }) else {
+        return;
+    };
+    assert_eq!(fs::read(m.mnt.join("raw")).unwrap(), raw);
+    common::only_frame_2_fails(&m.mnt.join("hurt"), &raw);
+    let mut all = Vec::new();
+    let r = File::open(m.mnt.join("hurt")).unwrap().read_to_end(&mut all);
+    assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EIO));
+}
+
+#[test]
 fn cp_tar_and_dd_work_through_the_mount() {
     let Some(m) = Mounted::new(|_| {}) else { return };
     let work = m.dir.path().join("work");

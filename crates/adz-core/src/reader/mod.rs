@@ -23,13 +23,16 @@
 //! ```
 //!
 //! Every frame is checked as it is decoded: its header against the index entry, its payload
-//! checksum before the codec sees it, its raw checksum after. A mismatch is an error naming
+//! checksum before the codec sees it, its raw checksum after (a frame stored raw: one pass,
+//! both checksums, and its payload handed out as a [`FrameBytes`] slice of the fetched bytes,
+//! not copied). A mismatch is an error naming
 //! the frame; a reader never returns wrong bytes. A frame whose bytes the storage cannot fetch
 //! (a server error, a broken connection) is [`Error::FrameFetch`](crate::Error::FrameFetch),
 //! naming that frame; when a request for several neighbouring frames fails, each is fetched
 //! alone, so only the frames whose own fetch fails are lost and reads of other frames are
 //! untouched.
 
+mod bytes;
 mod cache;
 mod copy;
 mod cursor;
@@ -43,6 +46,7 @@ use adz_format::Index;
 use adz_store::Storage;
 use serde::Serialize;
 
+pub use self::bytes::{frame_buffer, recycle_frame_buffers, FrameBytes};
 pub use self::cache::FrameCache;
 pub use self::cursor::ReaderCursor;
 use crate::FrameDecoder;
@@ -72,7 +76,7 @@ pub const DEFAULT_MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 const BATCH_RAW_BYTES: u64 = 32 << 20;
 
 /// Decoded frames, shared with the cache.
-type Frames = Vec<Arc<Vec<u8>>>;
+type Frames = Vec<FrameBytes>;
 
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use adz_format::{FrameHeader, IndexEntry, FRAME_HEADER_LEN};
 
 use super::open::short_read;
-use super::{lock, Frames, Reader, BATCH_RAW_BYTES};
+use super::{lock, FrameBytes, Frames, Reader, BATCH_RAW_BYTES};
 use crate::{Error, FrameDecoder, Result};
 
 impl Reader {
@@ -64,8 +64,9 @@ impl Reader {
     /// The decoded frames `frames` (indexes into [`index`](Self::index)), one buffer each, in
     /// order: fetched and decoded in parallel as [`read_at`](Self::read_at) does, without
     /// copying them into one buffer (for a caller that keeps frames, e.g. in its own cache).
-    /// The caller bounds the run: all of it is held at once.
-    pub fn frames(&self, frames: Range<usize>) -> Result<Vec<Arc<Vec<u8>>>> {
+    /// The caller bounds the run: all of it is held at once. A frame stored raw is a slice of
+    /// the bytes fetched for it (no copy), kept only where the slice is most of them.
+    pub fn frames(&self, frames: Range<usize>) -> Result<Vec<FrameBytes>> {
         self.check_header()?;
         if frames.end > self.index.entries().len() || frames.start > frames.end {
             return Err(Error::Config(format!(
@@ -99,7 +100,7 @@ impl Reader {
 
     /// The decoded frames `frames` (cached or decoded now, in parallel if several), in order.
     fn load(&self, frames: Range<usize>) -> Result<Frames> {
-        let mut out: Vec<Option<Arc<Vec<u8>>>> = Vec::with_capacity(frames.len());
+        let mut out: Vec<Option<FrameBytes>> = Vec::with_capacity(frames.len());
         let mut missing: Vec<Range<usize>> = Vec::new();
         {
             let mut cache = lock(&self.cache);
@@ -138,7 +139,7 @@ impl Reader {
                 let mut cache = lock(&self.cache);
                 for (i, data) in r.clone().zip(d) {
                     if self.opts.cache_bytes > 0 {
-                        cache.insert(i, Arc::clone(&data));
+                        cache.insert(i, data.clone());
                     }
                     out[i - frames.start] = Some(data);
                 }
@@ -205,12 +206,21 @@ impl Reader {
         if bytes.len() as u64 != span.end - span.start {
             return Err(short_read(&self.name, bytes.len(), span.end - span.start));
         }
+        let bytes = Arc::new(bytes);
         let mut dec = lock(&self.decoders).pop().unwrap_or_default();
         let mut out = Vec::with_capacity(entries.len());
         for (i, e) in run.zip(entries) {
             let at = (e.file_offset - span.start) as usize;
-            let frame = &bytes[at..at + (e.file_range().end - e.file_offset) as usize];
-            out.push(Arc::new(decode_frame(&mut dec, e, frame, i as u64)?));
+            let len = (e.file_range().end - e.file_offset) as usize;
+            // A raw frame that is most of the fetched bytes is served from them (checked in
+            // place, not copied); the slice then holds at most twice what the cache counts.
+            let data = if e.stored_raw() && 2 * u64::from(e.stored_len) >= bytes.len() as u64 {
+                let payload = check_raw_frame(e, &bytes[at..at + len], i as u64)?;
+                FrameBytes::slice(Arc::clone(&bytes), at + payload.start..at + payload.end)
+            } else {
+                FrameBytes::from(decode_frame(&mut dec, e, &bytes[at..at + len], i as u64)?)
+            };
+            out.push(data);
             self.counters.frames_decoded.fetch_add(1, Ordering::Relaxed);
             self.counters.bytes_decoded.fetch_add(u64::from(e.raw_len), Ordering::Relaxed);
         }
@@ -236,6 +246,16 @@ fn about_the_object(e: &adz_store::Error) -> bool {
         E::RetriesExhausted { last, .. } => about_the_object(last),
         _ => false,
     }
+}
+
+/// Check a frame stored raw (`frame` holds its header and payload) described by index entry
+/// `e` as [`decode_frame`] would; the range of `frame` that is its raw data.
+fn check_raw_frame(e: &IndexEntry, frame: &[u8], i: u64) -> Result<Range<usize>> {
+    let h = FrameHeader::parse(&frame[..FRAME_HEADER_LEN.min(frame.len())], i, e.file_offset)?;
+    e.check_frame(&h, i)?;
+    let payload = FRAME_HEADER_LEN..frame.len();
+    crate::frame_codec::check_stored_raw(&h, &frame[payload.clone()], i, e.file_offset)?;
+    Ok(payload)
 }
 
 /// Decode one frame (`frame` holds its header and payload) described by index entry `e`.

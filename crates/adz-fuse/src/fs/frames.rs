@@ -13,20 +13,23 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use adz_core::reader::FrameCache;
+use adz_core::reader::{FrameBytes, FrameCache};
 
 use super::{lock, OpenReader};
 
 /// A frame of an opened version: (reader id, frame index).
 type Key = (u64, usize);
 /// Frames decoded, one buffer each.
-type Decoded = adz_core::Result<Vec<Arc<Vec<u8>>>>;
+type Decoded = adz_core::Result<Vec<FrameBytes>>;
 
 /// A read that starts within this many bytes of where the handle's previous reads ended
 /// continues the sequence.
 pub(super) const SLACK: u64 = 256 << 10;
 /// Read-ahead workers running at once, for the whole mount.
 pub(super) const MAX_WORKERS: usize = 4;
+/// Idle frame buffers kept for reuse, for the whole mount (`adz_core::reader::frame_buffer`):
+/// a frame evicted from the cache lends its buffer to the next frame fetched.
+const RECYCLED_BYTES: u64 = 16 << 20;
 
 /// What the read path has done ([`crate::MountStats`]).
 #[derive(Debug, Default)]
@@ -51,6 +54,8 @@ pub(super) struct Seq {
     next: usize,
     want: usize,
     running: bool,
+    /// The first frame of the sequence not yet released (see [`Frames::after_read`]).
+    behind: usize,
 }
 
 pub(super) struct Frames {
@@ -66,6 +71,7 @@ pub(super) struct Frames {
 
 impl Frames {
     pub(super) fn new(cache_bytes: u64, read_ahead: u64) -> Frames {
+        adz_core::reader::recycle_frame_buffers(RECYCLED_BYTES);
         Frames {
             cache: Mutex::new(FrameCache::new(cache_bytes)),
             pending: Mutex::new(HashSet::new()),
@@ -77,7 +83,7 @@ impl Frames {
     }
 
     /// Frame `key` from the cache, after waiting for a decode of it under way.
-    pub(super) fn get(&self, key: Key) -> Option<Arc<Vec<u8>>> {
+    pub(super) fn get(&self, key: Key) -> Option<FrameBytes> {
         let mut p = lock(&self.pending);
         while p.contains(&key) {
             p = self.done.wait(p).unwrap_or_else(|e| e.into_inner());
@@ -109,11 +115,11 @@ impl Frames {
     }
 
     /// End the decode of `run` (claimed): cache what was decoded, wake the waiting reads.
-    fn publish(&self, id: u64, run: Range<usize>, data: Option<&[Arc<Vec<u8>>]>) {
+    fn publish(&self, id: u64, run: Range<usize>, data: Option<&[FrameBytes]>) {
         if let Some(data) = data {
             let mut c = lock(&self.cache);
             for (i, d) in run.clone().zip(data) {
-                c.insert((id, i), Arc::clone(d));
+                c.insert((id, i), d.clone());
             }
         }
         let mut p = lock(&self.pending);
@@ -154,8 +160,10 @@ impl Frames {
             return;
         }
         let mut s = lock(seq);
+        let index = r.reader.index();
+        let at = index.frames_for(off..off + 1).start;
         if s.reader != r.id {
-            *s = Seq { reader: r.id, ..Seq::default() };
+            *s = Seq { reader: r.id, behind: at, ..Seq::default() };
         }
         let sequential = off <= s.end.saturating_add(SLACK) && end.saturating_add(SLACK) >= s.end;
         if sequential {
@@ -166,11 +174,26 @@ impl Frames {
             s.end = end;
             s.next = 0;
             s.want = 0;
+            s.behind = at;
         }
         if s.streak < 2 {
             return;
         }
-        let entries = r.reader.index().entries();
+        let entries = index.entries();
+        // Drop-behind: raw frames the sequence has passed (by more than SLACK) leave the
+        // cache, their buffers going to the next fetches. A raw frame costs a pread and one
+        // checksum to fetch again; keeping it would fault a fresh buffer per frame until the
+        // cache is full. Compressed frames stay cached.
+        let passed = index.frames_for(off.saturating_sub(SLACK)..off + 1).start;
+        if passed > s.behind {
+            let mut c = lock(&self.cache);
+            for (k, e) in entries.iter().enumerate().take(passed).skip(s.behind) {
+                if e.stored_raw() {
+                    c.remove((r.id, k));
+                }
+            }
+            s.behind = passed;
+        }
         let (mut want, mut bytes) = (frames_end, 0);
         while want < entries.len() && bytes + u64::from(entries[want].raw_len) <= self.window {
             bytes += u64::from(entries[want].raw_len);
@@ -237,4 +260,81 @@ impl Frames {
 /// Decode the frames `run` of `r` (in parallel through the reader's threads), one buffer each.
 fn decode_run(r: &OpenReader, run: Range<usize>) -> Decoded {
     r.reader.frames(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read::FdStorage;
+    use super::*;
+    use adz_core::{FrameWriter, FrameWriterOptions, Reader, ReaderOptions};
+
+    /// An opened adz file of `raw` in 64 KiB frames (`codec`), read through `FdStorage`.
+    fn opened(raw: &[u8], codec: &str, id: u64) -> (tempfile::NamedTempFile, Arc<OpenReader>) {
+        let opts = FrameWriterOptions {
+            block_size: 64 << 10,
+            codec: codec.parse().unwrap(),
+            ..Default::default()
+        };
+        let mut w = FrameWriter::new(Vec::new(), opts).unwrap();
+        w.write_data(raw).unwrap();
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(tmp.path(), w.finish().unwrap().0).unwrap();
+        let file = std::fs::File::open(tmp.path()).unwrap();
+        let opts = ReaderOptions { cache_bytes: 0, threads: 1, ..Default::default() };
+        let reader = Reader::open(Arc::new(FdStorage { file }), "f", opts).unwrap();
+        (tmp, Arc::new(OpenReader { reader, id, ident: (0, 0, 0, 0, 0) }))
+    }
+
+    /// Read all of `r` in order, 128 KiB at a time, as `read_frames` does; then which frames
+    /// are still cached.
+    fn read_in_order(frames: &Arc<Frames>, r: &Arc<OpenReader>) -> Vec<bool> {
+        let seq = Arc::new(Mutex::new(Seq::default()));
+        let len = r.reader.len();
+        let mut off = 0;
+        while off < len {
+            let end = (off + (128 << 10)).min(len);
+            let need = r.reader.index().frames_for(off..end);
+            for i in need.clone() {
+                if frames.get((r.id, i)).is_none() {
+                    frames.decode(r, i, i + 1).unwrap().1.unwrap();
+                }
+            }
+            frames.after_read(r, &seq, off, end, need.end);
+            off = end;
+        }
+        (0..r.reader.index().entries().len())
+            .map(|i| lock(&frames.cache).contains((r.id, i)))
+            .collect()
+    }
+
+    #[test]
+    fn a_sequential_reader_releases_the_raw_frames_it_passed_and_keeps_compressed_ones() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let noise: Vec<u8> = (0..64 << 10 << 4)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let frames = Arc::new(Frames::new(256 << 20, 0));
+        // No read-ahead (window 0): nothing is released either.
+        let (_t, raw) = opened(&noise, "zstd:3", 1);
+        assert!(raw.reader.index().entries().iter().all(|e| e.stored_raw()));
+        assert!(read_in_order(&frames, &raw).iter().all(|&c| c));
+
+        let frames = Arc::new(Frames::new(256 << 20, 128 << 10));
+        let cached = read_in_order(&frames, &raw);
+        // The frames more than SLACK behind the last read (128 KiB) are gone; those stay.
+        let (n, kept) = (cached.len(), ((SLACK + (128 << 10)) / (64 << 10)) as usize);
+        assert!(cached[..n - kept].iter().all(|&c| !c), "{cached:?}");
+        assert!(cached[n - kept..].iter().all(|&c| c), "{cached:?}");
+
+        let text: Vec<u8> =
+            b"alpha beta gamma ".iter().copied().cycle().take(noise.len()).collect();
+        let (_t2, packed) = opened(&text, "zstd:3", 2);
+        assert!(packed.reader.index().entries().iter().all(|e| !e.stored_raw()));
+        assert!(read_in_order(&frames, &packed).iter().all(|&c| c));
+    }
 }

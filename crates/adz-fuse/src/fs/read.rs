@@ -32,7 +32,8 @@ impl Storage for FdStorage {
     ) -> adz_core::store::Result<Vec<u8>> {
         let size = self.size(name)?;
         adz_core::store::Error::check_range(name, &range, size)?;
-        let mut buf = vec![0; (range.end - range.start) as usize];
+        // A recycled buffer: its pages are in place and it is not zeroed again.
+        let mut buf = adz_core::reader::frame_buffer((range.end - range.start) as usize);
         self.file.read_exact_at(&mut buf, range.start).map_err(|source| {
             adz_core::store::Error::Io { op: "read", name: name.to_owned(), source }
         })?;
@@ -121,7 +122,7 @@ impl AdzFs {
         let frames = r.reader.index().frames_for(off..end);
         if frames.len() == 1 {
             // Inside one cached frame (the usual case: 128 KiB requests, larger frames): the
-            // reply is a slice of the cached frame, no copy.
+            // reply is a slice of the cached frame, no copy (of a raw frame: of its fetched bytes).
             if let Some(data) = self.frames.get((r.id, frames.start)) {
                 let at = (off - entries[frames.start].raw_offset) as usize;
                 if let Some(seq) = seq {
@@ -173,7 +174,7 @@ impl AdzFs {
 /// The bytes a read replies with: its own, or a slice of a frame in the shared cache.
 pub(super) enum Bytes {
     Owned(Vec<u8>),
-    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+    Shared(adz_core::reader::FrameBytes, std::ops::Range<usize>),
 }
 
 impl std::ops::Deref for Bytes {
