@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{adz_bytes, bounded, data, decode, run, Mounted};
+use common::{adz_bytes, bounded, data, decode, noise, run, Mounted};
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> =
@@ -212,15 +212,7 @@ fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
 #[test]
 fn a_damaged_raw_frame_fails_with_eio_and_raw_frames_read_back_exactly() {
     // Incompressible bytes: every frame is stored raw, served from its fetched bytes.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let raw: Vec<u8> = (0..64 << 10 << 3)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let raw = noise(64 << 10 << 3, 11);
     let good = adz_bytes(&raw, 64 << 10);
     assert!(good.len() > raw.len(), "stored raw");
     let Some(m) = Mounted::new(|src| {
