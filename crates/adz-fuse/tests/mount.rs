@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{adz_bytes, bounded, data, decode, noise, run, Mounted};
+use common::{adz_bytes, bounded, data, decode, noise, run, serial, Mounted};
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> =
@@ -40,6 +40,7 @@ const STAGE_AND_FSYNC: &str = "import os, sys\n\
 
 #[test]
 fn namespace_shows_adz_files_by_their_raw_name_and_size() {
+    let _serial = serial();
     let raw = data(300_000, 1);
     let Some(m) = Mounted::new(|src| {
         fs::write(src.join("a.adz"), adz_bytes(&raw, 64 << 10)).unwrap();
@@ -102,6 +103,7 @@ fn namespace_shows_adz_files_by_their_raw_name_and_size() {
 
 #[test]
 fn files_written_through_the_mount_are_adz_files_in_the_source() {
+    let _serial = serial();
     let Some(mut m) = Mounted::new(|_| {}) else { return };
     let raw = data(1_000_000, 2);
     fs::write(m.mnt.join("new.bin"), &raw).unwrap();
@@ -154,6 +156,7 @@ fn files_written_through_the_mount_are_adz_files_in_the_source() {
 
 #[test]
 fn a_reader_sees_the_writer_and_fsync_commits() {
+    let _serial = serial();
     let Some(m) = Mounted::new(|_| {}) else { return };
     let p = m.mnt.join("log");
     let mut w = File::create(&p).unwrap();
@@ -175,6 +178,7 @@ fn a_reader_sees_the_writer_and_fsync_commits() {
 
 #[test]
 fn random_reads_decode_only_what_they_need_and_match() {
+    let _serial = serial();
     let raw = data(2_000_000, 3);
     let Some(m) =
         Mounted::new(|src| fs::write(src.join("big.adz"), adz_bytes(&raw, 64 << 10)).unwrap())
@@ -196,6 +200,7 @@ fn random_reads_decode_only_what_they_need_and_match() {
 
 #[test]
 fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
+    let _serial = serial();
     let raw = data(64 << 10 << 3, 4); // 8 frames of 64 KiB
     let Some(m) = Mounted::new(|src| {
         fs::write(src.join("hurt.adz"), common::damaged_adz(&raw)).unwrap();
@@ -211,6 +216,7 @@ fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
 
 #[test]
 fn a_damaged_raw_frame_fails_with_eio_and_raw_frames_read_back_exactly() {
+    let _serial = serial();
     // Incompressible bytes: every frame is stored raw, served from its fetched bytes.
     let raw = noise(64 << 10 << 3, 11);
     let good = adz_bytes(&raw, 64 << 10);
@@ -230,6 +236,7 @@ fn a_damaged_raw_frame_fails_with_eio_and_raw_frames_read_back_exactly() {
 
 #[test]
 fn cp_tar_and_dd_work_through_the_mount() {
+    let _serial = serial();
     let Some(m) = Mounted::new(|_| {}) else { return };
     let work = m.dir.path().join("work");
     fs::create_dir_all(work.join("tree/sub")).unwrap();
@@ -282,6 +289,7 @@ fn cp_tar_and_dd_work_through_the_mount() {
 
 #[test]
 fn python_reads_and_numpy_memmaps_through_the_mount() {
+    let _serial = serial();
     let values: Vec<u8> = (0..100_000u32).flat_map(|i| ((i as f64) * 0.5).to_le_bytes()).collect();
     let Some(m) =
         Mounted::new(|src| fs::write(src.join("v.f64.adz"), adz_bytes(&values, 64 << 10)).unwrap())
@@ -329,6 +337,7 @@ with open(p, 'r+b') as f:
 
 #[test]
 fn sqlite_inserts_and_reads_back_through_the_mount() {
+    let _serial = serial();
     if Command::new("sqlite3").arg("-version").output().is_err() {
         panic!("sqlite3 is missing: scripts/deps.sh installs it");
     }
@@ -365,6 +374,7 @@ fn sqlite_inserts_and_reads_back_through_the_mount() {
 
 #[test]
 fn read_only_mounts_refuse_changes_with_erofs() {
+    let _serial = serial();
     let mut o = common::test_options();
     o.read_only = true;
     let Some(m) =
@@ -415,6 +425,7 @@ fn spawn_daemon_at(src: &Path, mnt: &Path, throttle: Option<f64>) -> std::proces
 
 #[test]
 fn killing_the_daemon_mid_write_keeps_the_old_version() {
+    let _serial = serial();
     if !common::fuse_available() {
         return;
     }
@@ -488,6 +499,7 @@ fn killing_the_daemon_mid_write_keeps_the_old_version() {
 
 #[test]
 fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
+    let _serial = serial();
     if !common::fuse_available() {
         return;
     }
@@ -545,6 +557,7 @@ fn recover_salvages_the_temporary_of_a_commit_killed_midway() {
 
 #[test]
 fn rsync_round_trips_through_the_mount() {
+    let _serial = serial();
     if Command::new("rsync").arg("--version").output().is_err() {
         eprintln!("skipped: rsync is missing (scripts/deps.sh installs it)");
         return;
@@ -606,6 +619,7 @@ fn python_with_h5py() -> Option<std::path::PathBuf> {
 
 #[test]
 fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
+    let _serial = serial();
     let Some(python) = python_with_h5py() else {
         eprintln!("skipped: no Python with h5py (make python-test makes .cache/venv)");
         return;

@@ -135,6 +135,7 @@ fn errno_of(r: std::io::Result<impl Sized>) -> Option<i32> {
 
 #[test]
 fn reads_list_the_prefix_and_decode_ranges() {
+    let _serial = common::serial();
     let raw = data(700_000, 1);
     let sub = data(100_000, 2);
     let Some(m) = S3Mounted::new("reads", |s, p| {
@@ -173,6 +174,7 @@ fn reads_list_the_prefix_and_decode_ranges() {
 
 #[test]
 fn cp_round_trips_and_written_files_are_adz_objects() {
+    let _serial = common::serial();
     let Some(mut m) = S3Mounted::new("cp", |_, _| {}) else { return };
     let work = m.dir.path().join("work");
     fs::create_dir(&work).unwrap();
@@ -241,6 +243,7 @@ fn cp_round_trips_and_written_files_are_adz_objects() {
 
 #[test]
 fn a_stream_that_seeks_back_stages_from_its_spool_copy_and_publishes_only_on_close() {
+    let _serial = common::serial();
     let old = data(300_000, 8);
     let Some(m) = S3Mounted::new("fallback", |s, p| {
         s.put(&format!("{p}f.adz"), &adz_bytes(&old, 64 << 10)).unwrap();
@@ -270,6 +273,7 @@ fn a_stream_that_seeks_back_stages_from_its_spool_copy_and_publishes_only_on_clo
 
 #[test]
 fn random_operations_match_a_plain_directory() {
+    let _serial = common::serial();
     let Some(m) = S3Mounted::new("oracle", |_, _| {}) else { return };
     common::oracle::random_operations_match(&m.mnt, &m.dir.path().join("oracle"), &|rel| {
         let name = format!("{rel}.adz");
@@ -279,6 +283,7 @@ fn random_operations_match_a_plain_directory() {
 
 #[test]
 fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
+    let _serial = common::serial();
     let Some(mut m) = S3Mounted::new("names", |_, _| {}) else { return };
     fs::create_dir(m.mnt.join("d")).unwrap();
     assert_eq!(m.names(), ["d/.adz-dir"], "an empty directory is a marker object");
@@ -324,6 +329,7 @@ fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
 
 #[test]
 fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
+    let _serial = common::serial();
     let raw = data(64 << 10 << 3, 5); // 8 frames of 64 KiB
     let Some(m) = S3Mounted::new("damaged", |s, p| {
         s.put(&format!("{p}hurt.adz"), &common::damaged_adz(&raw)).unwrap();
@@ -365,6 +371,7 @@ fn spawn_daemon(m: &S3Mounted) -> std::process::Child {
 
 #[test]
 fn killing_the_daemon_mid_write_keeps_the_old_object() {
+    let _serial = common::serial();
     let old = data(500_000, 6);
     let Some(mut m) = S3Mounted::new("kill", |s, p| {
         s.put(&format!("{p}f.adz"), &adz_bytes(&old, 64 << 10)).unwrap();

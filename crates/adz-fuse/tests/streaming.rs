@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{adz_bytes, data, decode, noise, Mounted};
+use common::{adz_bytes, data, decode, noise, serial, Mounted};
 
 /// The temporaries of commits in progress in `dir` for `name` (`.NAME.adz.adz-tmp-*`).
 fn temporaries(dir: &Path, name: &str) -> Vec<PathBuf> {
@@ -21,15 +21,6 @@ fn temporaries(dir: &Path, name: &str) -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix))
         .collect()
-}
-
-/// The tests of this file one at a time: a test that spawns a process hands the child the
-/// descriptors other tests hold open, and the child's close-on-exec is a FUSE flush, which
-/// commits (ends) their streams.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn staged(src: &Path) -> usize {

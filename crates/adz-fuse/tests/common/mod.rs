@@ -25,6 +25,14 @@ pub fn fuse_available() -> bool {
     );
 }
 
+/// The tests of one test binary one at a time, where they hold files open for writing or
+/// spawn processes: a spawned child holds the descriptors other tests have open until its
+/// exec closes them, and that close is a FUSE flush, which commits (ends) their streams.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A source directory mounted on a mount point; unmounted when dropped.
 pub struct Mounted {
     pub dir: tempfile::TempDir,
