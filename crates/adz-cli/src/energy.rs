@@ -331,6 +331,15 @@ mod tests {
         assert_eq!(flags.apply(Strategy::Throughput), Strategy::Throughput);
         assert_eq!(flags.watts(Strategy::Throughput), 5.0);
         assert_eq!(EnergyArgs::default().watts(Strategy::Throughput), 12.5);
+        let bad = EnergyArgs { max_slowdown: Some(0.5), ..EnergyArgs::default() };
+        assert!(bad.check().is_err());
+        for s in ["1y", "30d", "6mo", "12h", " 2W "] {
+            parse_retention(s).unwrap();
+        }
+        for s in ["", "x", "1q", "-1d", "1e300y"] {
+            assert!(parse_retention(s).is_err(), "{s}");
+        }
+        assert_eq!(parse_retention("6mo").unwrap(), Duration::from_secs(180 * 86400));
     }
 
     #[test]
@@ -353,14 +362,5 @@ mod tests {
         let e = Energy { joules: 7.0, cpu_seconds: 1.0, source: Source::CpuTime(7.0) };
         assert!(summary_line(&e, 1, 1, &flags).contains("7 W per core (the profile's)"));
         assert!(!summary_line(&e, 1, 1, &flag).contains("the profile's"));
-        let bad = EnergyArgs { max_slowdown: Some(0.5), ..EnergyArgs::default() };
-        assert!(bad.check().is_err());
-        for s in ["1y", "30d", "6mo", "12h", " 2W "] {
-            parse_retention(s).unwrap();
-        }
-        for s in ["", "x", "1q", "-1d", "1e300y"] {
-            assert!(parse_retention(s).is_err(), "{s}");
-        }
-        assert_eq!(parse_retention("6mo").unwrap(), Duration::from_secs(180 * 86400));
     }
 }
