@@ -182,7 +182,9 @@ fn create_trace(trace: &Path, force: bool) -> Result<TraceSink> {
 }
 
 pub(crate) fn compress(mut a: CompressArgs) -> Result<ExitCode> {
-    a.energy.load_profile();
+    let profile = a.tier.profile.load()?;
+    a.energy.use_profile(profile.as_ref().map(|(_, p)| p));
+    let (priors, priors_from) = crate::tier::priors(profile.as_ref());
     let input = Input::open(&a.input)?;
     let out_arg = output_name(&a, &input);
     if same_file(&input, &out_arg) {
@@ -193,6 +195,8 @@ pub(crate) fn compress(mut a: CompressArgs) -> Result<ExitCode> {
     }
     let link = a.link;
     let Plan { mut opts, range_hints, block_size, auto_size } = plan(&a, &input)?;
+    opts.priors = priors;
+    let adaptive = opts.strategy.is_adaptive();
 
     // Out-of-range options are refused before any file is created.
     opts.check()?;
@@ -242,6 +246,9 @@ pub(crate) fn compress(mut a: CompressArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     if !a.common.quiet {
         print_summary(&input.describe(), &out_name, &summary, known_link);
+        if let Some(from) = priors_from.filter(|_| adaptive) {
+            eprintln!("  priors from {from}");
+        }
         if let Some(auto) = auto_size {
             eprintln!("  {}", auto.note);
         }
@@ -322,6 +329,7 @@ fn plan(a: &CompressArgs, input: &Input) -> Result<Plan> {
         // (without a guess, the prediction hedges over 25 MB/s..12 GB/s and on few cores
         // starts raw until the link is measured). The controller still measures the link.
         link_guess: a.throttle.map(LinkSpeed::bytes_per_sec),
+        priors: adz_core::control::Priors::builtin(),
     };
     Ok(Plan { opts, range_hints, block_size, auto_size })
 }

@@ -52,17 +52,11 @@ impl EnergyArgs {
             .unwrap_or(EnergyCost::DEFAULT_CORE_WATTS)
     }
 
-    /// Take the machine profile's power figure (`~/.config/adz/profile.json`, see
-    /// `adz profile`) unless `--core-watts` is given. A profile that does not load is named
-    /// in a warning and left out; none at all is the usual case.
-    pub(crate) fn load_profile(&mut self) {
-        if self.core_watts.is_some() {
-            return;
-        }
-        let Some(path) = adz_tier::profile::default_path().filter(|p| p.exists()) else { return };
-        match adz_tier::Profile::load(&path) {
-            Ok(p) => self.profile_watts = p.core_power.map(|c| c.watts),
-            Err(e) => eprintln!("adz: warning: the profile {} is left out: {e}", path.display()),
+    /// Take the machine profile's power figure (see `adz profile`) unless `--core-watts` is
+    /// given.
+    pub(crate) fn use_profile(&mut self, profile: Option<&adz_tier::Profile>) {
+        if self.core_watts.is_none() {
+            self.profile_watts = profile.and_then(|p| p.core_power.as_ref()).map(|c| c.watts);
         }
     }
 

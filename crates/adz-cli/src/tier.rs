@@ -27,15 +27,18 @@ pub(crate) struct TierFlag {
     pub(crate) profile: ProfileFlag,
 }
 
-/// Where placement takes its costs from: the machine profile, unless told otherwise.
+/// Where the controller's priors and placement's costs come from: the machine profile,
+/// unless told otherwise.
 #[derive(Args, Clone, Default)]
 pub(crate) struct ProfileFlag {
-    /// With --tiers: the machine profile (`adz profile`) whose measured costs placement
-    /// uses. Default: $XDG_CONFIG_HOME/adz/profile.json or ~/.config/adz/profile.json if it
-    /// exists, else the built-in table.
+    /// The machine profile (`adz profile`): what each rung costs and saves on this machine.
+    /// The adaptive strategies and the start prediction take their priors from it (the
+    /// shape of speed and ratio along the ladder, before the data is measured), and with
+    /// --tiers placement takes its costs from it. Default: $XDG_CONFIG_HOME/adz/profile.json
+    /// or ~/.config/adz/profile.json if it exists, else the built-in tables.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["tier_costs", "no_profile"])]
     pub(crate) profile: Option<PathBuf>,
-    /// With --tiers: use the built-in cost table even if a profile exists.
+    /// Use the built-in tables even if a profile exists.
     #[arg(long)]
     pub(crate) no_profile: bool,
     /// With --tiers and a profile: predict every block's costs from its features (the
@@ -87,6 +90,50 @@ struct Costs {
     source: String,
 }
 
+impl ProfileFlag {
+    /// The profile to use: the one given, none with --no-profile, else the default path if
+    /// a file is there.
+    fn path(&self) -> Option<PathBuf> {
+        match (&self.profile, self.no_profile) {
+            (Some(path), _) => Some(path.clone()),
+            (None, true) => None,
+            (None, false) => profile::default_path().filter(|d| d.exists()),
+        }
+    }
+
+    /// The profile, loaded: a given one that does not load is an error; the default one is
+    /// named in a warning and left out.
+    pub(crate) fn load(&self) -> Result<Option<(PathBuf, Profile)>> {
+        let Some(path) = self.path() else { return Ok(None) };
+        match Profile::load(&path) {
+            Ok(p) => Ok(Some((path, p))),
+            Err(e) if self.profile.is_none() => {
+                eprintln!("adz: warning: the profile {} is left out: {e}", path.display());
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// The controller's priors from `profile` and how to name them; the built-in table if there
+/// is none or it has no usable figures (named in a warning).
+pub(crate) fn priors(
+    profile: Option<&(PathBuf, Profile)>,
+) -> (adz_core::control::Priors, Option<String>) {
+    let Some((path, p)) = profile else { return (adz_core::control::Priors::builtin(), None) };
+    match p.priors() {
+        Ok(priors) => {
+            let n = priors.measured_rungs().count();
+            (priors, Some(format!("the profile {} ({n} rungs measured)", path.display())))
+        }
+        Err(e) => {
+            eprintln!("adz: warning: the profile {} gives no priors: {e}", path.display());
+            (adz_core::control::Priors::builtin(), None)
+        }
+    }
+}
+
 /// Costs from `--tier-costs`, else the profile (given, or at the default path if it exists),
 /// else the built-in table for `threads` threads.
 fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Costs> {
@@ -97,12 +144,7 @@ fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Cost
         let source = format!("the cost table {}", f.display());
         return Ok(Costs { model: CostModel::from_table(table), profile: None, source });
     }
-    let path = match (&p.profile, p.no_profile) {
-        (Some(path), _) => Some(path.clone()),
-        (None, true) => None,
-        (None, false) => profile::default_path().filter(|d| d.exists()),
-    };
-    match path {
+    match p.path() {
         Some(path) => {
             let prof = Profile::load(&path)?;
             let mut model = prof.cost_model(threads)?;

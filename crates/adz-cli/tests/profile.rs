@@ -102,3 +102,69 @@ fn profile_then_compress_through_tiers_with_it() {
     let out = adz(&["profile", "--data", d.join("nope").to_str().unwrap(), "--out", "-"], d);
     assert!(!out.status.success() && stderr(&out).contains("cannot read the directory"));
 }
+
+#[test]
+fn adaptive_writes_take_their_priors_from_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("in.txt");
+    std::fs::write(&input, adz_datagen::generate(adz_datagen::Kind::Text, 3 << 20, 4)).unwrap();
+    let prof = d.join("p.json");
+    let (input_s, prof_s) = (input.to_str().unwrap(), prof.to_str().unwrap());
+    let args = [
+        "profile",
+        "-q",
+        "--size",
+        "256KiB",
+        "--rungs",
+        "none,lz4:1,zstd:1,zstd:6",
+        "--out",
+        prof_s,
+    ];
+    let out = adz(&args, d);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let compress = |extra: &[&str], out_name: &str| {
+        let mut args = vec!["compress", "-s", "throughput", "--link", "1GbE", "-f"];
+        args.extend(extra);
+        let o = d.join(out_name);
+        args.extend([input_s, o.to_str().unwrap()]);
+        let run = adz(&args, d);
+        (run, o)
+    };
+
+    let (run, o) = compress(&["--profile", prof_s], "a.adz");
+    assert!(run.status.success(), "{}", stderr(&run));
+    let want = format!("priors from the profile {prof_s} (4 rungs measured)");
+    assert!(stderr(&run).contains(&want), "{}", stderr(&run));
+    let back = d.join("back");
+    let run = adz(&["decompress", o.to_str().unwrap(), back.to_str().unwrap()], d);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(std::fs::read(&back).unwrap() == std::fs::read(&input).unwrap());
+
+    // The default path is used when it exists; --no-profile and static writes leave it out.
+    let default = d.join(".config/adz/profile.json");
+    std::fs::create_dir_all(default.parent().unwrap()).unwrap();
+    std::fs::copy(&prof, &default).unwrap();
+    let (run, _) = compress(&[], "b.adz");
+    assert!(stderr(&run).contains("priors from the profile"), "{}", stderr(&run));
+    let (run, _) = compress(&["--no-profile"], "c.adz");
+    assert!(run.status.success() && !stderr(&run).contains("priors"), "{}", stderr(&run));
+    let run =
+        adz(&["compress", "-c", "zstd:3", "-f", input_s, d.join("d.adz").to_str().unwrap()], d);
+    assert!(run.status.success() && !stderr(&run).contains("priors"), "{}", stderr(&run));
+
+    // A broken default profile is named in a warning and the write goes on with the built-in
+    // priors; a broken profile given by name is an error that writes nothing.
+    std::fs::write(&default, "{}").unwrap();
+    let (run, o) = compress(&[], "e.adz");
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stderr(&run).contains("warning: the profile") && !stderr(&run).contains("priors from"));
+    assert!(o.exists());
+    let (run, o) = compress(&["--profile", default.to_str().unwrap()], "f.adz");
+    assert!(
+        !run.status.success() && stderr(&run).contains("not an adz profile"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!o.exists());
+}

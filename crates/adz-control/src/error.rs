@@ -1,4 +1,5 @@
-//! Errors of this crate: only text that does not parse, and ladders that are not ladders.
+//! Errors of this crate: only text that does not parse, ladders that are not ladders, and
+//! priors that are not figures.
 
 use thiserror::Error;
 
@@ -19,6 +20,10 @@ pub enum Error {
     /// A ladder that does not start with `none` or holds a rung twice.
     #[error("invalid ladder: {0}")]
     Ladder(String),
+    /// Measured priors ([`Priors::measured`](crate::Priors::measured)) with a figure that
+    /// cannot be a speed or a ratio, or a rung given twice.
+    #[error("invalid priors: {0}")]
+    Priors(String),
 }
 
 /// `Result` with this crate's [`enum@Error`].

@@ -4,6 +4,7 @@
 use adz_format::{CodecId, CodecSpec};
 
 use crate::error::{Error, Result};
+use crate::priors::Priors;
 
 /// The LZ4 accelerations on the standard ladder, fastest first.
 ///
@@ -41,6 +42,8 @@ pub fn entropy_coded(spec: CodecSpec) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ladder {
     rungs: Vec<CodecSpec>,
+    /// What each rung is expected to cost and save before the data is measured.
+    priors: Priors,
 }
 
 impl Ladder {
@@ -52,7 +55,23 @@ impl Ladder {
         rungs.extend(ZSTD_FAST_LEVELS.iter().map(|&l| spec(CodecId::Zstd, l)));
         rungs.extend((1..=22).map(|l| spec(CodecId::Zstd, l)));
         rungs.extend((0..=9).map(|p| spec(CodecId::Xz, p)));
-        Ladder { rungs }
+        Ladder { rungs, priors: Priors::builtin() }
+    }
+
+    /// The same rungs with other priors (measured on this machine: `adz profile`).
+    pub fn with_priors(mut self, priors: Priors) -> Ladder {
+        self.priors = priors;
+        self
+    }
+
+    /// The priors: the built-in reference table unless [`Ladder::with_priors`] gave others.
+    pub fn priors(&self) -> &Priors {
+        &self.priors
+    }
+
+    /// The prior speed and ratio of `spec` (on this ladder or not).
+    pub fn reference(&self, spec: CodecSpec) -> Reference {
+        self.priors.get(spec)
     }
 
     /// The first rung with an entropy stage (see [`entropy_coded`]), if any.
@@ -74,7 +93,7 @@ impl Ladder {
                 return Err(Error::Ladder(format!("rung {r} appears twice")));
             }
         }
-        Ok(Ladder { rungs })
+        Ok(Ladder { rungs, priors: Priors::builtin() })
     }
 
     /// The rungs in order, raw first.
@@ -102,7 +121,7 @@ impl Ladder {
         self.rungs.get(index).copied()
     }
 
-    /// The ladder rung closest to `spec` in reference speed (log scale), never raw: where a
+    /// The ladder rung closest to `spec` in prior speed (log scale), never raw: where a
     /// start setting from outside (a sampling predictor, a user) is not on this ladder.
     pub fn nearest(&self, spec: CodecSpec) -> usize {
         if let Some(i) = self.position(spec) {
@@ -110,11 +129,11 @@ impl Ladder {
                 return i;
             }
         }
-        let want = reference(spec).speed.ln();
+        let want = self.reference(spec).speed.ln();
         let mut best = 1;
         let mut best_d = f64::INFINITY;
         for (i, &r) in self.rungs.iter().enumerate().skip(1) {
-            let d = (reference(r).speed.ln() - want).abs();
+            let d = (self.reference(r).speed.ln() - want).abs();
             if d < best_d {
                 best_d = d;
                 best = i;

@@ -56,7 +56,8 @@
 //!   ratio, which is the machine's, not the data's (0002). The sink's writes give the link's
 //!   speed with [`Link::Auto`] (0015) and, with the pipeline's CPU time, what moving raw
 //!   blocks costs (0010, 0012).
-//! * **The model.** A reference table ([`reference()`]) gives the ladder's shape; measurements
+//! * **The model.** The ladder's priors ([`Priors`]: the reference table [`reference()`], or
+//!   rungs measured on this machine by `adz profile`) give the ladder's shape; measurements
 //!   set a level and per-rung corrections, asymmetrically (slow news at once, fast news when
 //!   it repeats) and aware of the noise (0003, 0004, 0005). Measurements of blocks decided
 //!   before a move are late, not stale: they teach the model but do not count towards the
@@ -113,6 +114,7 @@ mod hint;
 mod ladder;
 mod model;
 pub mod mrc;
+mod priors;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod strategy;
@@ -130,5 +132,6 @@ pub use crate::controller::{
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};
 pub use crate::ladder::{entropy_coded, reference, Ladder, Reference};
+pub use crate::priors::Priors;
 pub use crate::strategy::{EnergyCost, Link, Strategy};
 pub use crate::timeline::{Schedule, Slot};

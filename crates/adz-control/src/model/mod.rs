@@ -1,6 +1,6 @@
 //! What the controller has learnt: a speed and ratio model over the ladder, and the link speed.
 //!
-//! Both speed and ratio are a *reference shape* ([`crate::reference`]) times a global *level*
+//! Both speed and ratio are a *reference shape* (the ladder's [`Priors`]) times a global *level*
 //! (how this data on this machine compares with the reference) times a per-rung *residual*
 //! (how this rung deviates from the shape). Any measurement, of any rung, updates the level;
 //! it also updates its own rung's residual. So a measurement of a rung the controller has
@@ -17,7 +17,8 @@ use std::cell::RefCell;
 
 use adz_format::CodecSpec;
 
-use crate::ladder::{entropy_coded, reference, Ladder};
+use crate::ladder::{entropy_coded, Ladder};
+use crate::priors::Priors;
 
 /// Clamp for logarithms of speeds in bytes/s relative to the reference (e^±16 covers
 /// 1e-7..9e6 times the reference: anything a clock can produce).
@@ -147,6 +148,8 @@ pub(crate) struct Sample {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Model {
+    /// The ladder's priors, also for specs measured off the ladder.
+    priors: Priors,
     ref_ln_speed: Vec<f64>,
     ref_llr: Vec<f64>,
     ln_h: f64,
@@ -259,8 +262,9 @@ fn alpha_w(alpha: f64, weight: f64) -> f64 {
 
 impl Model {
     pub fn new(ladder: &Ladder, initial_level: f64, rates: Rates) -> Model {
-        let refs: Vec<_> = ladder.rungs().iter().map(|&r| reference(r)).collect();
+        let refs: Vec<_> = ladder.rungs().iter().map(|&r| ladder.reference(r)).collect();
         Model {
+            priors: ladder.priors().clone(),
             ref_ln_speed: refs.iter().map(|r| r.speed.ln()).collect(),
             ref_llr: refs.iter().map(|r| llr(r.ratio)).collect(),
             ln_h: initial_level.ln(),
@@ -446,7 +450,7 @@ impl Model {
     /// touches nothing else.
     pub fn observe_incompressible(&mut self, spec: CodecSpec, weight: f64) {
         self.memo.get_mut().clear();
-        let reference = reference(spec);
+        let reference = self.priors.get(spec);
         let g = usize::from(entropy_coded(spec));
         if reference.ratio > 1.0 && self.g_seen[g] {
             self.settle_group(g);
@@ -477,7 +481,7 @@ impl Model {
 
     fn learn(&mut self, s: &Sample, now: u64) {
         let rung = s.rung.filter(|&r| r > 0 && r < self.speed_res.len());
-        let reference = reference(s.spec);
+        let reference = self.priors.get(s.spec);
         let g =
             rung.map_or(usize::from(entropy_coded(s.spec)), |r| usize::from(self.ratio_group[r]));
         if let Some(r) = rung.filter(|&r| Some(r) == self.last_rung && self.g_seen[g] && !s.reset) {

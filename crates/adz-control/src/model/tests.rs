@@ -1,6 +1,7 @@
 //! The model's unit tests.
 
 use super::*;
+use crate::ladder::{reference, Reference};
 
 fn rates() -> Rates {
     Rates { slow: 0.7, fast: 0.15, residual: 0.3, ratio: 0.3, halflife: 256.0 }
@@ -71,6 +72,49 @@ fn first_sample_sets_level_and_residual() {
     let want = 300e6 * reference(ladder.rungs()[l1]).speed / reference(spec).speed;
     assert!((m.speed(l1, 0) / want - 1.0).abs() < 1e-9);
     assert!(m.ratio(l1, 0) > 1.0 && m.ratio(l1, 0) < 3.5);
+}
+
+#[test]
+fn measured_priors_shape_the_rungs_not_yet_measured() {
+    // This machine's zstd:6 costs only 1.5x zstd:1 (the built-in table: 5x) and saves more.
+    let (z1, z6) = ("zstd:1".parse().unwrap(), "zstd:6".parse().unwrap());
+    let priors = Priors::measured([
+        (z1, Reference { speed: 400e6, ratio: 3.0 }),
+        (z6, Reference { speed: 400e6 / 1.5, ratio: 3.6 }),
+    ])
+    .unwrap();
+    let ladder = Ladder::standard().with_priors(priors);
+    let mut m = Model::new(&ladder, 0.5, rates());
+    let (i1, i6) = (ladder.position(z1).unwrap(), ladder.position(z6).unwrap());
+    m.observe(
+        &Sample {
+            spec: z1,
+            rung: Some(i1),
+            speed: Some(200e6),
+            ratio: 2.0,
+            weight: 1.0,
+            reset: false,
+        },
+        0,
+    );
+    assert!((m.speed(i6, 0) / (200e6 / 1.5) - 1.0).abs() < 1e-9, "{}", m.speed(i6, 0));
+    // The ratio keeps the priors' step in ln(ln(ratio)): 3.0 -> 3.6 becomes 2.0 -> 2.0^k.
+    let k = 3.6f64.ln() / 3.0f64.ln();
+    assert!((m.ratio(i6, 0) / 2.0f64.powf(k) - 1.0).abs() < 1e-6, "{}", m.ratio(i6, 0));
+    // The built-in table's model predicts zstd:6 much slower from the same sample.
+    let mut b = Model::new(&Ladder::standard(), 0.5, rates());
+    b.observe(
+        &Sample {
+            spec: z1,
+            rung: Some(i1),
+            speed: Some(200e6),
+            ratio: 2.0,
+            weight: 1.0,
+            reset: false,
+        },
+        0,
+    );
+    assert!(b.speed(i6, 0) < m.speed(i6, 0) / 3.0);
 }
 
 #[test]

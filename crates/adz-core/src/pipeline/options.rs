@@ -1,6 +1,6 @@
 //! The writer's options and the limits they are checked against.
 
-use adz_control::{Hint, Link, Strategy};
+use adz_control::{Hint, Link, Priors, Strategy};
 use adz_format::FileHeader;
 
 use super::trace::TraceSink;
@@ -38,6 +38,10 @@ pub struct WriteOptions {
     /// still measures the link. None: the prediction picks the start with the least regret
     /// over links from 25 MB/s to 12 GB/s.
     pub link_guess: Option<f64>,
+    /// Each rung's prior speed and ratio, for the controller and the prediction: the
+    /// built-in reference table (the default), or one measured on this machine by `adz
+    /// profile` (`adz_tier::profile::Profile::priors`).
+    pub priors: Priors,
 }
 
 /// The most compression threads a writer starts ([`WriteOptions::threads`]): far more than
@@ -171,6 +175,7 @@ impl Default for WriteOptions {
             predict: Predict::Auto,
             size_hint: None,
             link_guess: None,
+            priors: Priors::builtin(),
         }
     }
 }

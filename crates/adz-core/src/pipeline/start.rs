@@ -249,6 +249,7 @@ fn predict_config(opts: &WriteOptions, threads: usize, cpus: usize, keep: f64) -
         PredictConfig { threads, block_size: u64::from(block_size), ..Default::default() };
     cfg.cpus = cpus;
     cfg.keep_threshold = keep;
+    cfg.priors = opts.priors.clone();
     cfg.sample.max_slice = block_size as usize;
     let elem = opts.hints.iter().find_map(|h| match h {
         Hint::Dtype(d) if d.size() > 1 => Some(d.size()),

@@ -97,7 +97,8 @@ impl Writer {
         let header = FileHeader::new(opts.block_size)?;
         let (threads, buffers, room) = opts.resolved();
         let cpus = std::thread::available_parallelism().map_or(threads, |n| n.get());
-        let config = ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus);
+        let mut config = ControllerConfig::new(opts.strategy, opts.link, threads).with_cpus(cpus);
+        config.ladder = config.ladder.with_priors(opts.priors.clone());
         let controller = new_control(config);
         let keep = controller.keep_threshold();
         let shared = Arc::new(Shared::new(controller, buffers, room));

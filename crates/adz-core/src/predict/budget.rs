@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use adz_control::{entropy_coded, reference, Ladder, Strategy, INITIAL_LEVEL};
+use adz_control::{entropy_coded, Ladder, Priors, Strategy, INITIAL_LEVEL};
 use adz_format::CodecSpec;
 
 use super::sample::LOOK_SPEED;
@@ -28,14 +28,14 @@ const PROBE_SHARE: f64 = 1.0 / 3.0;
 /// Seconds per byte of sample to measure the rungs measured whatever the budget at the
 /// controller's prior speed: the `MIN_RUNGS` cheapest of `candidates` (fastest first) and
 /// the first with an entropy stage, if it is not among them.
-fn cheapest_per_byte(candidates: &[CodecSpec]) -> f64 {
+fn cheapest_per_byte(priors: &Priors, candidates: &[CodecSpec]) -> f64 {
     let cheapest = &candidates[..candidates.len().min(MIN_RUNGS)];
     let entropy = candidates
         .iter()
         .find(|&&c| entropy_coded(c))
         .filter(|c| !cheapest.contains(c))
         .into_iter();
-    cheapest.iter().chain(entropy).map(|c| 1.0 / (reference(*c).speed * INITIAL_LEVEL)).sum()
+    cheapest.iter().chain(entropy).map(|c| 1.0 / (priors.get(*c).speed * INITIAL_LEVEL)).sum()
 }
 
 impl Predictor {
@@ -63,7 +63,7 @@ impl Predictor {
         // of several kinds), the rest for reading, looking at and compressing the slices.
         let probe_time = (budget * PROBE_SHARE).min(cfg.probes as f64 * PROBE_SECONDS);
         cfg.probes = cfg.probes.min((probe_time / PROBE_SECONDS) as usize);
-        let per_byte = cheapest_per_byte(&candidates) + TAKE_SECONDS_PER_BYTE;
+        let per_byte = cheapest_per_byte(&self.cfg.priors, &candidates) + TAKE_SECONDS_PER_BYTE;
         let share = (budget - probe_time) / per_byte / len as f64;
         if share.is_finite() {
             cfg.budget = cfg.budget.min(share.max(0.0));
@@ -95,7 +95,7 @@ impl Predictor {
             .rungs()
             .last()
             .copied()
-            .map(reference)
+            .map(|c| self.cfg.priors.get(c))
             .map(|r| RungPerf::new(r.speed * level, best.max(1.0)));
         let t = estimate::write_time(strategy, model, perfs, choice, link, slowest);
         (share * t).min(cap)
@@ -115,7 +115,7 @@ impl Predictor {
         budget: f64,
     ) -> Cow<'s, Sample> {
         let look_planned = sample.look_bytes as f64 / LOOK_SPEED;
-        let per_byte = cheapest_per_byte(candidates);
+        let per_byte = cheapest_per_byte(&self.cfg.priors, candidates);
         let room = (budget - look_planned).max(0.0);
         if !(per_byte > 0.0 && sample.measured_bytes() as f64 * per_byte > room) {
             return Cow::Borrowed(sample);

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use adz_control::{entropy_coded, reference, Strategy, INITIAL_LEVEL};
+use adz_control::{entropy_coded, Priors, Strategy, INITIAL_LEVEL};
 use adz_format::CodecSpec;
 
 use super::{estimate, Compressibility, Predictor, RungEstimate, RungPerf, Sample, WriteModel};
@@ -33,7 +33,7 @@ impl Clock {
     }
 }
 
-/// The rungs measured (fastest first by the reference table, with their performance) and
+/// The rungs measured (fastest first by the priors, with their performance) and
 /// what measuring them cost.
 pub(super) struct Measured {
     pub(super) rungs: Vec<RungEstimate>,
@@ -45,13 +45,13 @@ pub(super) struct Measured {
 }
 
 impl Measured {
-    /// Add a rung in its place, fastest first by the reference table.
-    fn insert(&mut self, estimate: RungEstimate, perf: RungPerf) {
-        let speed = reference(estimate.spec).speed;
+    /// Add a rung in its place, fastest first by the priors.
+    fn insert(&mut self, priors: &Priors, estimate: RungEstimate, perf: RungPerf) {
+        let speed = priors.get(estimate.spec).speed;
         let at = self
             .rungs
             .iter()
-            .position(|r| reference(r.spec).speed < speed)
+            .position(|r| priors.get(r.spec).speed < speed)
             .unwrap_or(self.rungs.len());
         self.perfs.insert(at, perf);
         self.rungs.insert(at, estimate);
@@ -138,9 +138,10 @@ impl Predictor {
         let mut level_sum = 0.0f64;
         let mut queue: VecDeque<CodecSpec> = candidates.into_iter().collect();
         let (mut measured, mut fast_queued) = (0usize, false);
+        let priors = &self.cfg.priors.clone();
         while let Some(spec) = queue.pop_front() {
-            let cost =
-                measured_bytes as f64 / (reference(spec).speed * codec_level(spec, &m.rungs));
+            let cost = measured_bytes as f64
+                / (priors.get(spec).speed * codec_level(priors, spec, &m.rungs));
             let spent = clock.spent();
             let guaranteed = measured < MIN_RUNGS
                 || (entropy_coded(spec) && !m.rungs.iter().any(|r| entropy_coded(r.spec)));
@@ -153,8 +154,8 @@ impl Predictor {
             }
             let (perf, bytes) = self.measure(sample, spec)?;
             m.compressed_bytes += bytes;
-            level_sum += (perf.speed / reference(spec).speed).ln();
-            m.insert(estimate_of(model, link, spec, perf, bytes), perf);
+            level_sum += (perf.speed / priors.get(spec).speed).ln();
+            m.insert(priors, estimate_of(model, link, spec, perf, bytes), perf);
             measured += 1;
             let level = level_of(level_sum, m.perfs.len());
             m.budget = self.budget_for(strategy, model, link, &m.perfs, level);
@@ -192,14 +193,14 @@ impl Predictor {
     }
 }
 
-/// The speed level (measured / reference speed) a candidate not yet measured is guessed at to
+/// The speed level (measured / prior speed) a candidate not yet measured is guessed at to
 /// decide whether it fits the budget: the geometric mean over the measured rungs of its codec,
 /// or the controller's prior if none is measured. The reference table's shape holds within a
 /// codec, not across codecs (docs/PREDICTOR.md, "Budget").
-fn codec_level(spec: CodecSpec, measured: &[RungEstimate]) -> f64 {
+fn codec_level(priors: &Priors, spec: CodecSpec, measured: &[RungEstimate]) -> f64 {
     let (mut sum, mut n) = (0.0f64, 0usize);
     for r in measured.iter().filter(|r| r.spec.id() == spec.id()) {
-        let l = r.speed / reference(r.spec).speed;
+        let l = r.speed / priors.get(r.spec).speed;
         if l.is_finite() && l > 0.0 {
             sum += l.ln();
             n += 1;
@@ -215,6 +216,7 @@ fn codec_level(spec: CodecSpec, measured: &[RungEstimate]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use adz_control::reference;
 
     /// A candidate's cost is guessed at its own codec's measured level, not at other codecs':
     /// zstd measured at 10x the table says nothing about xz.
@@ -237,9 +239,12 @@ mod tests {
         };
         let measured = [at("lz4:1", 15.0), at("zstd:1", 4.0), at("zstd:3", 9.0)];
         let xz: CodecSpec = "xz:6".parse().unwrap();
-        assert_eq!(codec_level(xz, &measured), INITIAL_LEVEL);
+        assert_eq!(codec_level(&Priors::builtin(), xz, &measured), INITIAL_LEVEL);
         let zstd: CodecSpec = "zstd:12".parse().unwrap();
-        assert!((codec_level(zstd, &measured) - 6.0).abs() < 1e-9, "geometric mean of 4 and 9");
-        assert_eq!(codec_level(zstd, &[]), INITIAL_LEVEL);
+        assert!(
+            (codec_level(&Priors::builtin(), zstd, &measured) - 6.0).abs() < 1e-9,
+            "geometric mean of 4 and 9"
+        );
+        assert_eq!(codec_level(&Priors::builtin(), zstd, &[]), INITIAL_LEVEL);
     }
 }

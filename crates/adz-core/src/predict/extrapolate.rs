@@ -1,7 +1,7 @@
 //! Extrapolating an S2/S3 start past the costliest rung measured, when every measured rung
 //! is faster than the strategy's target.
 
-use adz_control::{reference, Ladder};
+use adz_control::Ladder;
 use adz_format::CodecSpec;
 
 use super::choose::{Ask, Measured};
@@ -10,7 +10,7 @@ use super::{estimate, Predictor, RungPerf, EXTRAPOLATE_STEPS};
 impl Predictor {
     /// S2/S3 with every measured rung short of the target: a start a few steps past the
     /// costliest measured rung that saves (the furthest down the ladder), along that rung's
-    /// codec only ([`EXTRAPOLATE_STEPS`]), predicted from the reference table scaled to that
+    /// codec only ([`EXTRAPOLATE_STEPS`]), predicted from the priors scaled to that
     /// rung's measured speed, with the best measured ratio (no better: reference ratios do
     /// not carry over to data unlike the reference's). The table's shape holds within a
     /// codec on nearby levels, not across codecs (docs/PREDICTOR.md has the figures). The
@@ -32,7 +32,8 @@ impl Predictor {
             .filter_map(|(r, p)| ladder.position(r.spec).map(|i| (i, r, p)))
             .max_by_key(|&(i, _, _)| i)
             .map(|(_, r, p)| (r, p))?;
-        let level = perf.speed / reference(from.spec).speed;
+        let priors = &self.cfg.priors;
+        let level = perf.speed / priors.get(from.spec).speed;
         let further: Vec<CodecSpec> = ladder
             .position(from.spec)
             .map(|i| {
@@ -45,7 +46,7 @@ impl Predictor {
             })
             .unwrap_or_default();
         let guesses: Vec<RungPerf> =
-            further.iter().map(|&c| RungPerf::new(reference(c).speed * level, best)).collect();
+            further.iter().map(|&c| RungPerf::new(priors.get(c).speed * level, best)).collect();
         let i =
             estimate::extrapolate_start(ask.strategy, ask.model, &m.perfs, &guesses, link, keep)?;
         Some((further[i], guesses[i]))

@@ -36,7 +36,7 @@ mod sample;
 
 use std::time::Instant;
 
-use adz_control::{reference, Strategy, INITIAL_LEVEL};
+use adz_control::{Priors, Strategy, INITIAL_LEVEL};
 use adz_format::{CodecId, CodecSpec, Filters};
 use serde::{Serialize, Serializer};
 
@@ -115,6 +115,9 @@ pub struct PredictConfig {
     pub margin: f64,
     /// Filters applied before compressing (the shuffle of a `dtype` hint). Default none.
     pub filters: Filters,
+    /// Each rung's prior speed and ratio: the built-in reference table, or one measured on
+    /// this machine (`adz profile`). Default built-in.
+    pub priors: Priors,
 }
 
 impl Default for PredictConfig {
@@ -138,6 +141,7 @@ impl Default for PredictConfig {
             keep_threshold: 0.97,
             margin: 0.05,
             filters: Filters::NONE,
+            priors: Priors::builtin(),
         }
     }
 }
@@ -296,22 +300,23 @@ impl Predictor {
         }
     }
 
-    /// The candidate rungs, fastest first by the reference table, without raw.
+    /// The candidate rungs, fastest first by the priors, without raw.
     fn candidates(&self) -> Vec<CodecSpec> {
         let mut candidates = self.cfg.rungs.clone();
         candidates.retain(|c| c.id() != CodecId::None);
-        candidates.sort_by(|a, b| reference(*b).speed.total_cmp(&reference(*a).speed));
+        let p = &self.cfg.priors;
+        candidates.sort_by(|a, b| p.get(*b).speed.total_cmp(&p.get(*a).speed));
         candidates.dedup();
         candidates
     }
 
-    /// Before anything is measured, the candidates' performance is the reference table's at
+    /// Before anything is measured, the candidates' performance is the priors' at
     /// the controller's pessimistic prior speed.
     fn prior(&self, candidates: &[CodecSpec]) -> Vec<RungPerf> {
         candidates
             .iter()
             .map(|c| {
-                let r = reference(*c);
+                let r = self.cfg.priors.get(*c);
                 RungPerf::new(r.speed * INITIAL_LEVEL, r.ratio)
             })
             .collect()

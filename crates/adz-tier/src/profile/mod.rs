@@ -6,10 +6,13 @@
 //! on one thread (the blocks' features, ratio and speed are the predictor's training rows),
 //! then the whole set on all threads (the all-core speed a parallel write sees).
 //! [`Profile::cost_model`] turns it into the DP's [`CostTable`] per data class, and the
-//! fitted [`Predictor`] for blocks of classes the profile did not see.
+//! fitted [`Predictor`] for blocks of classes the profile did not see; [`Profile::priors`]
+//! into the controller's and the prediction's priors (what a rung costs and saves before a
+//! write has measured it).
 
 use std::path::Path;
 
+use adz_control::{Priors, Reference};
 use adz_format::CodecSpec;
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +22,9 @@ use crate::predictor::{Accuracy, Features, Prediction, Predictor, Sample};
 
 mod measure;
 pub use measure::{measure, measure_tier, predictions_per_second, work, DataSet, Step};
+
+/// A set whose best rung saves less than this share (ratio 1.05) does not shape the priors.
+const PRIOR_MIN_RATIO: f64 = 1.05;
 
 /// The profile format this build writes and reads.
 pub const PROFILE_VERSION: u32 = 1;
@@ -310,6 +316,33 @@ impl Profile {
         })
     }
 
+    /// The controller's and the prediction's priors from this profile: per rung, the
+    /// geometric means of its one-thread speed and its ratio over the sets some rung
+    /// compresses by at least 5 % (over every set if none does: on data nothing compresses
+    /// zstd's levels run at nearly one speed, which says little of their cost elsewhere).
+    pub fn priors(&self) -> Result<Priors, TierError> {
+        let compressible: Vec<&SetProfile> = self
+            .sets
+            .iter()
+            .filter(|s| s.rungs.iter().any(|r| r.ratio >= PRIOR_MIN_RATIO))
+            .collect();
+        let sets: Vec<&SetProfile> =
+            if compressible.is_empty() { self.sets.iter().collect() } else { compressible };
+        if sets.is_empty() {
+            return Err(TierError::Profile("no data sets measured".into()));
+        }
+        let n = sets.len() as f64;
+        let mean_ln = |f: &dyn Fn(&SetRung) -> f64, r: usize| {
+            (sets.iter().map(|s| f(&s.rungs[r]).ln()).sum::<f64>() / n).exp()
+        };
+        Priors::measured(self.rungs.iter().enumerate().map(|(r, &spec)| {
+            let speed = mean_ln(&|x| x.speed_one, r);
+            let ratio = mean_ln(&|x| x.ratio.max(1.0), r);
+            (spec, Reference { speed, ratio })
+        }))
+        .map_err(|e| TierError::Profile(e.to_string()))
+    }
+
     /// The measured bandwidth and latency of tier `name`, if the profile has it.
     pub fn tier(&self, name: &str) -> Option<&TierProfile> {
         self.tiers.iter().find(|t| t.name == name)
@@ -446,6 +479,32 @@ mod tests {
         let missing = tempfile::tempdir().unwrap();
         let e = Profile::load(&missing.path().join("none.json")).unwrap_err().to_string();
         assert!(e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn priors_come_from_the_sets_that_compress() {
+        let p = tiny_profile();
+        let priors = p.priors().unwrap();
+        assert_eq!(priors.measured_rungs().count(), 7);
+        // The random set compresses at no rung, so the text set alone gives the figures.
+        let text = &p.sets[0];
+        for (r, &spec) in p.rungs.iter().enumerate().skip(1) {
+            let got = priors.get(spec);
+            assert!((got.speed / text.rungs[r].speed_one - 1.0).abs() < 1e-9, "{spec}");
+            assert!((got.ratio / text.rungs[r].ratio - 1.0).abs() < 1e-9, "{spec}");
+        }
+        // Rungs between the measured ones are filled in.
+        let z2 = priors.get("zstd:2".parse().unwrap());
+        let (z1, z3) = (text.rungs[2], text.rungs[3]);
+        let (lo, hi) = (z1.speed_one.min(z3.speed_one), z1.speed_one.max(z3.speed_one));
+        assert!(z2.speed > 0.5 * lo && z2.speed < 2.0 * hi, "{z2:?}");
+        // With only data that does not compress, every set counts.
+        let mut random = p.clone();
+        random.sets.remove(0);
+        let r = random.priors().unwrap().get("zstd:3".parse().unwrap());
+        assert!((r.speed / random.sets[0].rungs[3].speed_one - 1.0).abs() < 1e-9);
+        random.sets.clear();
+        assert!(random.priors().unwrap_err().to_string().contains("no data sets"));
     }
 
     #[test]
