@@ -23,8 +23,10 @@ use crate::predictor::{Accuracy, Features, Prediction, Predictor, Sample};
 mod measure;
 pub use measure::{measure, measure_tier, predictions_per_second, work, DataSet, Step};
 
-/// A set whose best rung saves less than this share (ratio 1.05) does not shape the priors.
-const PRIOR_MIN_RATIO: f64 = 1.05;
+/// The priors come from the sets on which every codec rung saves at least 2 % ...
+const PRIOR_ALL_RATIO: f64 = 1.02;
+/// ... or, if there are none, from those some rung shrinks by 5 % ([`Profile::priors`]).
+const PRIOR_ANY_RATIO: f64 = 1.05;
 
 /// The profile format this build writes and reads.
 pub const PROFILE_VERSION: u32 = 1;
@@ -317,27 +319,36 @@ impl Profile {
     }
 
     /// The controller's and the prediction's priors from this profile: per rung, the
-    /// geometric means of its one-thread speed and its ratio over the sets some rung
-    /// compresses by at least 5 % (over every set if none does: on data nothing compresses
-    /// zstd's levels run at nearly one speed, which says little of their cost elsewhere).
+    /// geometric mean of its one-thread speed, and the mean of ln(ln(ratio)) (the model's
+    /// coordinate, in which a harder input shifts every rung alike), over the sets on which
+    /// every codec rung saves at least 2 %. Where a rung saves nothing (LZ4 on float
+    /// arrays, anything on random data) that coordinate does not hold and the rung's speed
+    /// is zstd's early exit, not its cost; if no set qualifies, the sets some rung shrinks
+    /// by 5 % are used, and if none does, every set.
     pub fn priors(&self) -> Result<Priors, TierError> {
-        let compressible: Vec<&SetProfile> = self
-            .sets
-            .iter()
-            .filter(|s| s.rungs.iter().any(|r| r.ratio >= PRIOR_MIN_RATIO))
-            .collect();
-        let sets: Vec<&SetProfile> =
-            if compressible.is_empty() { self.sets.iter().collect() } else { compressible };
-        if sets.is_empty() {
-            return Err(TierError::Profile("no data sets measured".into()));
-        }
+        let codec = |s: &SetProfile| -> Vec<f64> {
+            s.rungs
+                .iter()
+                .zip(&self.rungs)
+                .filter(|(_, &c)| c != CodecSpec::NONE)
+                .map(|(r, _)| r.ratio)
+                .collect()
+        };
+        let all_save: Vec<&SetProfile> =
+            self.sets.iter().filter(|s| codec(s).iter().all(|&r| r >= PRIOR_ALL_RATIO)).collect();
+        let some_save: Vec<&SetProfile> =
+            self.sets.iter().filter(|s| codec(s).iter().any(|&r| r >= PRIOR_ANY_RATIO)).collect();
+        let sets = [all_save, some_save, self.sets.iter().collect()]
+            .into_iter()
+            .find(|v| !v.is_empty())
+            .ok_or_else(|| TierError::Profile("no data sets measured".into()))?;
         let n = sets.len() as f64;
-        let mean_ln = |f: &dyn Fn(&SetRung) -> f64, r: usize| {
-            (sets.iter().map(|s| f(&s.rungs[r]).ln()).sum::<f64>() / n).exp()
+        let mean = |f: &dyn Fn(&SetRung) -> f64, r: usize| {
+            sets.iter().map(|s| f(&s.rungs[r])).sum::<f64>() / n
         };
         Priors::measured(self.rungs.iter().enumerate().map(|(r, &spec)| {
-            let speed = mean_ln(&|x| x.speed_one, r);
-            let ratio = mean_ln(&|x| x.ratio.max(1.0), r);
+            let speed = mean(&|x| x.speed_one.ln(), r).exp();
+            let ratio = mean(&|x| x.ratio.max(1.0 + 1e-3).ln().ln(), r).exp().exp();
             (spec, Reference { speed, ratio })
         }))
         .map_err(|e| TierError::Profile(e.to_string()))
@@ -498,6 +509,14 @@ mod tests {
         let (z1, z3) = (text.rungs[2], text.rungs[3]);
         let (lo, hi) = (z1.speed_one.min(z3.speed_one), z1.speed_one.max(z3.speed_one));
         assert!(z2.speed > 0.5 * lo && z2.speed < 2.0 * hi, "{z2:?}");
+        // A set LZ4 cannot shrink (float arrays) leaves the shape alone while another set
+        // compresses at every rung.
+        let mut floats = p.clone();
+        let mut f = floats.sets[0].clone();
+        f.rungs[1].ratio = 1.0;
+        f.rungs.iter_mut().for_each(|r| r.speed_one *= 7.0);
+        floats.sets.push(f);
+        assert_eq!(floats.priors().unwrap(), priors);
         // With only data that does not compress, every set counts.
         let mut random = p.clone();
         random.sets.remove(0);
