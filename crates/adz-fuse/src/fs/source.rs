@@ -245,6 +245,26 @@ impl S3Source {
         }
     }
 
+    /// The latest committed manifest of the dataset shown at `rel` (see
+    /// [`AdzFs::dataset_at`]): the parent's listing says whether `NAME.manifest/` exists, and
+    /// only then is that prefix listed.
+    pub(super) fn dataset(&self, rel: &Path) -> Option<(PathBuf, Meta)> {
+        let name = rel.file_name()?.to_str()?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = format!("{name}.manifest");
+        if !self.listing(parent).ok()?.get(&dir).is_some_and(|c| c.dir) {
+            return None;
+        }
+        let l = self.listing(&parent.join(&dir)).ok()?;
+        let v = latest_version(l.iter().filter(|(_, c)| c.object.is_some()).map(|(n, _)| &**n))?;
+        let (len, t) = l.get(&format!("v{v:020}"))?.object?;
+        let key = manifest_key(&self.key(rel).ok()?, v);
+        let mut m = dataset_meta(Meta::object(FileType::RegularFile, len, t));
+        // A committed manifest is never replaced: its version tells it.
+        m.ident.1 = v;
+        Some((PathBuf::from(key), m))
+    }
+
     /// The entries of directory `rel` as stored: (name, type, is a regular file).
     pub(super) fn entries(&self, rel: &Path) -> Result<Vec<(OsString, FileType)>, Errno> {
         let l = self.listing(rel)?;
