@@ -147,7 +147,7 @@ impl S3Source {
             p => format!("{p}/"),
         };
         adz_core::store::validate_prefix(&prefix)?;
-        store.list(&prefix)?;
+        store.list_with_delimiter(&prefix)?;
         Ok(S3Source {
             store,
             prefix,
@@ -195,16 +195,19 @@ impl S3Source {
             }
             cached.1
         };
-        let objects = self.store.list(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
+        // One level (a delimiter listing): the keys below the sub-prefixes are not listed.
+        let level =
+            self.store.list_with_delimiter(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
         let mut children: HashMap<String, Child> = HashMap::new();
-        for o in objects {
-            let Some(rest) = o.name.strip_prefix(&dir) else { continue };
-            match rest.split_once('/') {
-                Some((name, _)) => children.entry(name.to_owned()).or_default().dir = true,
-                None => {
-                    children.entry(rest.to_owned()).or_default().object = Some((o.size, o.modified))
-                }
-            }
+        for p in &level.prefixes {
+            let Some(name) = p.strip_prefix(&dir).and_then(|n| n.strip_suffix('/')) else {
+                continue;
+            };
+            children.entry(name.to_owned()).or_default().dir = true;
+        }
+        for o in level.objects {
+            let Some(name) = o.name.strip_prefix(&dir) else { continue };
+            children.entry(name.to_owned()).or_default().object = Some((o.size, o.modified));
         }
         let l = Arc::new(children);
         let mut cached = lock(&self.listings);
