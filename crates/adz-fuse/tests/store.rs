@@ -5,56 +5,18 @@
 mod common;
 
 use std::fs::{self, File};
-use std::ops::Range;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use adz_core::dataset::{Dataset, DatasetWriter, Placement};
-use adz_core::store::{Listing, MemoryStorage, ObjectMeta, Storage, Tail, Upload};
+use adz_core::store::{MemoryStorage, Storage};
 use common::{data, serial};
 
-/// A memory store that lists one level when asked (as S3 does with a delimiter) and counts
-/// the keys its listings return.
-#[derive(Debug, Default)]
-struct OneLevel {
-    inner: MemoryStorage,
-    keys_listed: AtomicU64,
-}
-
-type R<T> = adz_core::store::Result<T>;
-
-impl Storage for OneLevel {
-    fn create(&self, name: &str) -> R<Box<dyn Upload>> {
-        self.inner.create(name)
-    }
-    fn get_range(&self, name: &str, range: Range<u64>) -> R<Vec<u8>> {
-        self.inner.get_range(name, range)
-    }
-    fn get(&self, name: &str) -> R<Vec<u8>> {
-        self.inner.get(name)
-    }
-    fn get_tail(&self, name: &str, max_len: u64) -> R<Tail> {
-        self.inner.get_tail(name, max_len)
-    }
-    fn size(&self, name: &str) -> R<u64> {
-        self.inner.size(name)
-    }
-    fn delete(&self, name: &str) -> R<()> {
-        self.inner.delete(name)
-    }
-    fn list(&self, prefix: &str) -> R<Vec<ObjectMeta>> {
-        let v = self.inner.list(prefix)?;
-        self.keys_listed.fetch_add(v.len() as u64, Relaxed);
-        Ok(v)
-    }
-    fn list_with_delimiter(&self, prefix: &str) -> R<Listing> {
-        let l = Listing::group(prefix, self.inner.list(prefix)?);
-        self.keys_listed.fetch_add((l.objects.len() + l.prefixes.len()) as u64, Relaxed);
-        Ok(l)
-    }
-}
+/// A memory store (its delimiter listing is the default, grouping its full listing) that
+/// counts the keys its listings return.
+type OneLevel = common::KeyCounter<MemoryStorage>;
 
 struct StoreMounted {
     store: Arc<OneLevel>,
