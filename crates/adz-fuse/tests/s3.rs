@@ -339,6 +339,90 @@ fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
     common::only_frame_2_fails(&m.mnt.join("hurt"), &raw);
 }
 
+#[test]
+fn a_committed_dataset_is_one_read_only_file_and_a_damaged_frame_fails_its_range() {
+    use adz_core::dataset::{Dataset, DatasetWriter, Placement};
+    let _serial = common::serial();
+    let mut all = Vec::new();
+    let mut bad = 0..0;
+    let Some(m) = S3Mounted::new("dataset", |s, p| {
+        let mut opts = common::test_options().write;
+        opts.strategy = "static=zstd:1".parse().unwrap();
+        let name = format!("{p}ds");
+        let mut at = 0;
+        for (i, n) in [300_000, 200_001, 65_536, 250_000].into_iter().enumerate() {
+            let part = data(n, 60 + i as u64);
+            let id = format!("r{i}");
+            let mut w =
+                DatasetWriter::create(s, &name, &id, Placement::At(at), opts.clone()).unwrap();
+            w.write(&part).unwrap();
+            w.finish().unwrap();
+            at += n as u64;
+            all.extend_from_slice(&part);
+        }
+        Dataset::commit(s, &name, None).unwrap();
+        // Flip a byte in the middle of frame 2 of part r1 (dataset bytes 300,000...).
+        let key = adz_core::dataset::part_name(&name, "r1", Placement::At(300_000)).unwrap();
+        let store: Arc<dyn Storage> = Arc::new(
+            S3Storage::new(
+                &adz_store::conformance::s3_test_bucket().unwrap(),
+                S3Config::from_env(),
+            )
+            .unwrap(),
+        );
+        let r = Reader::open(Arc::clone(&store), &key, ReaderOptions::default()).unwrap();
+        let e = &r.index().entries()[2];
+        bad = 300_000 + e.raw_offset..300_000 + e.raw_offset + u64::from(e.raw_len);
+        let mut bytes = s.get(&key).unwrap();
+        bytes[(e.file_offset + u64::from(e.stored_len) / 2) as usize] ^= 0x55;
+        s.put(&key, &bytes).unwrap();
+    }) else {
+        return;
+    };
+    assert_eq!(ls(&m.mnt), ["ds"], "the manifest and parts prefixes are hidden");
+    let ds = m.mnt.join("ds");
+    let meta = fs::metadata(&ds).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!((meta.len(), meta.mode() & 0o7777), (all.len() as u64, 0o444));
+    let f = File::open(&ds).unwrap();
+    let mut buf = vec![0; 4096];
+    assert_eq!(errno_of(f.read_at(&mut buf, bad.start + 100)), Some(libc::EIO));
+    // (The kernel reads whole pages: those around the bad frame's ends fail too.)
+    for off in [0, 299_000, 300_050, bad.end.next_multiple_of(4096), 600_000, 811_000] {
+        assert_eq!(f.read_at(&mut buf, off).unwrap(), 4096, "at {off}");
+        assert!(buf[..] == all[off as usize..off as usize + 4096], "at {off}");
+    }
+    let eperm = Some(libc::EPERM);
+    assert_eq!(errno_of(fs::OpenOptions::new().write(true).open(&ds)), eperm);
+    assert_eq!(errno_of(fs::remove_file(&ds)), eperm);
+    assert_eq!(errno_of(fs::rename(&ds, m.mnt.join("moved"))), eperm);
+    assert!(m.names().iter().any(|n| n.starts_with("ds.manifest/v")), "still committed");
+}
+
+#[test]
+fn a_lookup_lists_one_level_of_the_bucket() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _serial = common::serial();
+    let Some((s3, prefix)) = store("one-level") else { return };
+    let counted = Arc::new(common::KeyCounter::new(s3));
+    let raw = data(50_000, 9);
+    counted.put(&format!("{prefix}big/x.adz"), &adz_bytes(&raw, 64 << 10)).unwrap();
+    for i in 0..300 {
+        counted.put(&format!("{prefix}big/sub{}/o{i}", i % 3), b"o").unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let store: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
+    let mut m = S3Mounted { store, prefix, dir, mnt, mount: None };
+    m.remount();
+    counted.keys_listed.store(0, Relaxed);
+    assert_eq!(fs::read(m.mnt.join("big/x")).unwrap(), raw);
+    assert_eq!(ls(&m.mnt.join("big")), ["sub0", "sub1", "sub2", "x"]);
+    let listed = counted.keys_listed.load(Relaxed);
+    assert!(listed < 40, "{listed} keys listed for a lookup and a readdir of big/");
+}
+
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test
 /// binary again) and kills.
 #[test]

@@ -33,6 +33,7 @@ pub fn run_all(store: &dyn Storage) {
     overwrite(store);
     delete(store);
     list_prefix(store);
+    list_with_delimiter(store);
     many_small_appends(store);
     concurrent_readers(store);
     concurrent_uploads(store);
@@ -332,6 +333,33 @@ pub fn list_prefix(store: &dyn Storage) {
     assert_eq!(sizes, [1, 2, 3, 4, 5, 6, 7]);
     clean(store, &p);
     assert!(names(store, &p).is_empty());
+}
+
+/// `list_with_delimiter` lists one level: the objects directly below and each common prefix
+/// once, sorted, with sizes.
+pub fn list_with_delimiter(store: &dyn Storage) {
+    let p = fresh_prefix(store, "list_with_delimiter");
+    let all = ["a-b", "a.x", "a/b", "a/bc", "a/c/d", "a/c/e/f", "ab", "b/a"];
+    for (i, name) in all.iter().enumerate().rev() {
+        store.put(&format!("{p}{name}"), &pattern(i + 1, i as u64)).expect("put");
+    }
+    let level = |prefix: &str| -> (Vec<(String, u64)>, Vec<String>) {
+        let l = store.list_with_delimiter(&format!("{p}{prefix}")).expect("list_with_delimiter");
+        let objects = l.objects.iter().map(|o| (o.name[p.len()..].to_owned(), o.size)).collect();
+        (objects, l.prefixes.iter().map(|x| x[p.len()..].to_owned()).collect())
+    };
+    let o = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+        v.iter().map(|(n, s)| (n.to_string(), *s)).collect()
+    };
+    assert_eq!(
+        level(""),
+        (o(&[("a-b", 1), ("a.x", 2), ("ab", 7)]), vec!["a/".into(), "b/".into()])
+    );
+    assert_eq!(level("a/"), (o(&[("a/b", 3), ("a/bc", 4)]), vec!["a/c/".to_owned()]));
+    assert_eq!(level("a/c/"), (o(&[("a/c/d", 5)]), vec!["a/c/e/".to_owned()]));
+    assert_eq!(level("a/c/e/"), (o(&[("a/c/e/f", 6)]), vec![]));
+    assert_eq!(level("c/"), (vec![], vec![]));
+    clean(store, &p);
 }
 
 /// Many small appends (headers, tiny frames) add up to exactly the bytes appended.

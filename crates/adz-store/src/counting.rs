@@ -124,6 +124,10 @@ impl<S: Storage> Storage for Counting<S> {
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.other(self.inner.list(prefix))
     }
+
+    fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
+        self.other(self.inner.list_with_delimiter(prefix))
+    }
 }
 
 #[derive(Debug)]

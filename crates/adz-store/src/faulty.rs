@@ -228,6 +228,10 @@ impl<S: Storage> Storage for Faulty<S> {
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.call("list", prefix, |s| s.list(prefix))
     }
+
+    fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
+        self.call("list", prefix, |s| s.list_with_delimiter(prefix))
+    }
 }
 
 #[derive(Debug)]

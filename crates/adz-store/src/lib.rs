@@ -165,6 +165,48 @@ pub trait Storage: Send + Sync + fmt::Debug {
     ///
     /// Uploads that are not committed are not listed.
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
+
+    /// Lists one level below `prefix` (`""` or ending in `/`, a directory): the objects whose
+    /// name has no `/` after `prefix`, and once each the common prefixes (`prefix` + `"dir/"`)
+    /// of the others, both sorted by name.
+    ///
+    /// Object stores answer with a delimiter listing, which never lists the keys below the
+    /// common prefixes; the default lists everything under `prefix` and groups it.
+    fn list_with_delimiter(&self, prefix: &str) -> Result<Listing> {
+        Ok(Listing::group(prefix, self.list(prefix)?))
+    }
+}
+
+/// One level of a listing, as returned by [`Storage::list_with_delimiter`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Listing {
+    /// The objects directly under the prefix.
+    pub objects: Vec<ObjectMeta>,
+    /// The common prefixes of the objects further below, each ending in `/`.
+    pub prefixes: Vec<String>,
+}
+
+impl Listing {
+    /// Groups `objects` (all starting with `prefix`, sorted by name, as [`Storage::list`]
+    /// returns them) into one level below `prefix`.
+    pub fn group(prefix: &str, objects: Vec<ObjectMeta>) -> Listing {
+        let mut out = Listing::default();
+        for o in objects {
+            let Some(rest) = o.name.strip_prefix(prefix) else { continue };
+            match rest.find('/') {
+                // Names under one common prefix are adjacent in name order.
+                Some(i) => {
+                    let p = &o.name[..prefix.len() + i + 1];
+                    if out.prefixes.last().map(String::as_str) != Some(p) {
+                        out.prefixes.push(p.to_owned());
+                    }
+                }
+                None => out.objects.push(o),
+            }
+        }
+        out
+    }
 }
 
 /// An object being written; returned by [`Storage::create`].
@@ -315,6 +357,9 @@ macro_rules! forward_storage {
         }
         fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
             (**self).list(prefix)
+        }
+        fn list_with_delimiter(&self, prefix: &str) -> Result<Listing> {
+            (**self).list_with_delimiter(prefix)
         }
     };
 }

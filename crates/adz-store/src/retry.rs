@@ -258,6 +258,10 @@ impl<S: Storage> Storage for Retrying<S> {
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.run("list", prefix, |s| s.list(prefix))
     }
+
+    fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
+        self.run("list", prefix, |s| s.list_with_delimiter(prefix))
+    }
 }
 
 #[cfg(test)]

@@ -176,6 +176,10 @@ impl<S: Storage> Storage for Throttled<S> {
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.inner.list(prefix)
     }
+
+    fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
+        self.inner.list_with_delimiter(prefix)
+    }
 }
 
 #[derive(Debug)]

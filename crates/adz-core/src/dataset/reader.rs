@@ -132,6 +132,13 @@ impl DatasetReader {
         out
     }
 
+    /// Part `i`'s reader (`i` indexes [`Manifest::parts`]), opened and checked against the
+    /// manifest on first use: for a caller that reads frames itself (the mount's frame cache).
+    /// Panics if `i` is not below the number of parts.
+    pub fn part_reader(&self, i: usize) -> Result<Arc<Reader>> {
+        self.part(i)
+    }
+
     /// Part `i`'s reader, opened and checked against the manifest on first use.
     fn part(&self, i: usize) -> Result<Arc<Reader>> {
         if let Some(r) = &self.parts.lock().unwrap_or_else(|e| e.into_inner())[i] {

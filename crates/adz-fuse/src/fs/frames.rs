@@ -282,7 +282,7 @@ mod tests {
         let file = std::fs::File::open(tmp.path()).unwrap();
         let opts = ReaderOptions { cache_bytes: 0, threads: 1, ..Default::default() };
         let reader = Reader::open(Arc::new(FdStorage { file }), "f", opts).unwrap();
-        (tmp, Arc::new(OpenReader { reader, id, ident: (0, 0, 0, 0, 0) }))
+        (tmp, Arc::new(OpenReader { reader: Arc::new(reader), id, ident: (0, 0, 0, 0, 0) }))
     }
 
     /// Read all of `r` in order, 128 KiB at a time, as `read_frames` does; then which frames

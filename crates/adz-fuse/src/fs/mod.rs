@@ -6,8 +6,8 @@
 //! commit. Lock order: a staging lock before the state lock, never the other way round.
 //!
 //! Modules: `namespace` (paths, attributes, listing, renames), `read` and `frames` (the read
-//! path, the shared cache and read-ahead), `write` (streams, staging and commits), `ops` (the
-//! FUSE operations).
+//! path, the shared cache and read-ahead), `dataset` (committed datasets as read-only files),
+//! `write` (streams, staging and commits), `ops` (the FUSE operations).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use adz_core::dataset::{Dataset, DatasetReader};
 use adz_core::store::{KeepAttributes, LocalStorage, NullStorage, Storage, Throttled, Upload};
 use adz_core::{FrameWriter, FrameWriterOptions, Reader, ReaderOptions, WriteOptions, Writer};
 use fuser::{
@@ -32,6 +33,7 @@ use nix::sys::time::TimeSpec;
 
 use crate::{Error, MountOptions, STAGING_DIR};
 
+mod dataset;
 mod frames;
 mod namespace;
 mod ops;
@@ -39,6 +41,7 @@ mod read;
 mod source;
 mod write;
 
+use dataset::*;
 pub(crate) use frames::Counters;
 use frames::{Frames, Seq};
 use namespace::*;
@@ -96,6 +99,9 @@ enum Kind {
     Adz,
     /// Anything else, shown as it is.
     Plain,
+    /// A committed dataset, shown as `NAME` (read-only); resolved to its latest manifest's
+    /// key in the store, `NAME.manifest/vN`.
+    Dataset,
 }
 
 #[derive(Default)]
@@ -104,6 +110,8 @@ struct Node {
     path: PathBuf,
     staging: Option<Arc<Mutex<Staging>>>,
     reader: Option<Arc<OpenReader>>,
+    /// The dataset version last opened or stat'ed (a dataset's node).
+    dataset: Option<Arc<OpenDataset>>,
     /// Open handles.
     open: u32,
     /// Removed (unlinked, or replaced by a rename) while open: nothing is committed.
@@ -126,6 +134,12 @@ enum Handle {
         ino: u64,
         append: bool,
         writes: bool,
+        seq: Arc<Mutex<Seq>>,
+    },
+    /// A committed dataset, bound to the version it opened; read-only.
+    Dataset {
+        ino: u64,
+        ds: Arc<OpenDataset>,
         seq: Arc<Mutex<Seq>>,
     },
 }
@@ -286,9 +300,10 @@ impl AdzFs {
         st.next_fh += 1;
         let fh = st.next_fh;
         let ino = match &h {
-            Handle::Plain { ino, .. } | Handle::Adz { ino, .. } | Handle::Object { ino, .. } => {
-                *ino
-            }
+            Handle::Plain { ino, .. }
+            | Handle::Adz { ino, .. }
+            | Handle::Object { ino, .. }
+            | Handle::Dataset { ino, .. } => *ino,
         };
         if let Some(n) = st.nodes.get_mut(&ino) {
             n.open += 1;
@@ -326,6 +341,14 @@ impl AdzFs {
                     .map_err(|e| errno(&e))?;
                 Ok(self.new_handle(Handle::Plain { ino, file: Arc::new(file) }))
             }
+            Kind::Dataset => {
+                // Changed only by `adz dataset commit` and `gc`, never through the mount.
+                if writes {
+                    return Err(REFUSED);
+                }
+                let ds = self.open_dataset(ino, &path, &meta)?;
+                Ok(self.new_handle(Handle::Dataset { ino, ds, seq: Arc::default() }))
+            }
             Kind::Adz => {
                 let append = flags & libc::O_APPEND != 0;
                 let writes = acc != libc::O_RDONLY;
@@ -345,7 +368,9 @@ impl AdzFs {
         let mut st = lock(&self.state);
         let h = st.handles.remove(&fh)?;
         let (ino, adz) = match h {
-            Handle::Plain { ino, .. } | Handle::Object { ino, .. } => (ino, false),
+            Handle::Plain { ino, .. }
+            | Handle::Object { ino, .. }
+            | Handle::Dataset { ino, .. } => (ino, false),
             Handle::Adz { ino, .. } => (ino, true),
         };
         let mut last = false;

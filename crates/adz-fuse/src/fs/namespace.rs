@@ -83,16 +83,22 @@ pub(super) fn set_times(p: &Path, a: &TimeSpec, m: &TimeSpec) -> io::Result<()> 
 
 impl AdzFs {
     pub(super) fn hidden(&self, parent: &Path, name: &OsStr) -> bool {
-        if self.s3.is_some() {
-            return name == source::DIR_MARKER || is_temp_name(name);
-        }
-        (parent.as_os_str().is_empty() && name == STAGING_DIR) || is_temp_name(name)
+        let own = if self.s3.is_some() {
+            name == source::DIR_MARKER || is_temp_name(name)
+        } else {
+            (parent.as_os_str().is_empty() && name == STAGING_DIR) || is_temp_name(name)
+        };
+        own || self.is_dataset_dir(parent, name)
     }
 
-    /// What `rel` is backed by: `NAME.adz` (a regular file) wins over `NAME`; a regular file
-    /// named `*.adz` is only ever seen without its suffix.
-    /// On an object store the path returned is the object's key (or the prefix's).
+    /// What `rel` is backed by: a committed dataset `NAME.manifest/vN` wins over `NAME.adz`,
+    /// which wins over `NAME`; a regular file named `*.adz` is only ever seen without its
+    /// suffix. On an object store the path returned is the object's key (or the prefix's);
+    /// for a dataset, its latest manifest's key in the store.
     pub(super) fn resolve(&self, rel: &Path) -> Result<(Kind, PathBuf, Meta), Errno> {
+        if let Some((key, meta)) = self.dataset_at(rel) {
+            return Ok((Kind::Dataset, key, meta));
+        }
         if let Some(s3) = &self.s3 {
             return s3.resolve(rel);
         }
@@ -174,13 +180,23 @@ impl AdzFs {
             }
         }
         let (kind, path, meta) = self.resolve(&rel)?;
+        if kind == Kind::Dataset {
+            // Not a readable dataset (a bad manifest): shown empty; opening it fails with EIO.
+            let (size, stored) = match self.open_dataset(ino, &path, &meta) {
+                Ok(d) => (d.reader.len(), d.reader.manifest().parts.iter().map(|p| p.stored).sum()),
+                Err(_) => (0, 0),
+            };
+            let mut a = attr(ino, &meta, size, &meta);
+            a.blocks = u64::div_ceil(stored, 512);
+            return Ok(a);
+        }
         let size = match kind {
             Kind::Adz => match self.reader_for(ino, &path, &meta) {
                 Ok(r) => r.reader.len(),
                 // Not a readable adz file: shown with its stored size; reads fail with EIO.
                 Err(_) => meta.len,
             },
-            Kind::Plain => meta.len,
+            Kind::Plain | Kind::Dataset => meta.len,
         };
         Ok(attr(ino, &meta, size, &meta))
     }
@@ -214,7 +230,16 @@ impl AdzFs {
         let mut names: Vec<(OsString, FileType)> = Vec::new();
         let mut adz_names = HashSet::new();
         let mut plain = Vec::new();
+        let mut datasets = HashSet::new();
         for (name, ft) in stored {
+            if ft == FileType::Directory && name.as_bytes().ends_with(b".manifest") {
+                if let Some(stem) = dataset_stem(&name) {
+                    if self.dataset_at(&rel.join(stem)).is_some() {
+                        datasets.insert(OsString::from(stem));
+                        continue;
+                    }
+                }
+            }
             if self.hidden(rel, &name) {
                 continue;
             }
@@ -228,8 +253,10 @@ impl AdzFs {
                 plain.push((name, ft));
             }
         }
-        // A plain NAME is hidden by NAME.adz.
+        // A plain NAME is hidden by NAME.adz; both are hidden by a dataset NAME.
         names.extend(plain.into_iter().filter(|(n, _)| !adz_names.contains(n)));
+        names.retain(|(n, _)| !datasets.contains(n));
+        names.extend(datasets.into_iter().map(|n| (n, FileType::RegularFile)));
         names.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(names)
     }
@@ -248,6 +275,12 @@ impl AdzFs {
         }
         if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.resolve(to).is_ok() {
             return Err(Errno::EEXIST);
+        }
+        // A dataset is neither moved nor replaced through the mount.
+        for p in [from, to] {
+            if matches!(self.resolve(p), Ok((Kind::Dataset, ..))) {
+                return Err(REFUSED);
+            }
         }
         // A stream writes its temporary next to its name: the streams below a directory that
         // moves are staged first, one at a time.
@@ -288,7 +321,7 @@ impl AdzFs {
         }
         let (dst, other) = match kind {
             Kind::Adz => (with_adz(&self.root.join(to)), self.root.join(to)),
-            Kind::Plain => (self.root.join(to), with_adz(&self.root.join(to))),
+            Kind::Plain | Kind::Dataset => (self.root.join(to), with_adz(&self.root.join(to))),
         };
         fs::rename(&src, &dst).map_err(|e| errno(&e))?;
         // The visible target may have been backed by the other kind of name: it is replaced.

@@ -56,6 +56,9 @@ impl fuser::Filesystem for AdzFs {
             let ino = ino.0;
             let rel = lock(&self.state).path(ino)?;
             let (kind, path, meta) = self.resolve(&rel)?;
+            if kind == Kind::Dataset {
+                return Err(REFUSED);
+            }
             // An object store keeps no mode or owner (setting the ones shown succeeds, so that
             // tar x and cp -p work); sizes of other objects do not change.
             if self.s3.is_some()
@@ -80,6 +83,7 @@ impl fuser::Filesystem for AdzFs {
             if let Some(len) = size {
                 match kind {
                     Kind::Plain if meta.is_dir() => return Err(Errno::EISDIR),
+                    Kind::Dataset => return Err(REFUSED),
                     Kind::Plain => {
                         let plain = fh.and_then(|fh| match lock(&self.state).handles.get(&fh.0) {
                             Some(Handle::Plain { file, .. }) => Some(Arc::clone(file)),
@@ -190,9 +194,12 @@ impl fuser::Filesystem for AdzFs {
             let ino = lock(&self.state).by_path.get(&rel).copied();
             let staging = ino.and_then(|i| self.node_staging(i));
             let mut g = staging.as_ref().map(|s| lock(s));
-            let (_, path, meta) = self.resolve(&rel)?;
+            let (kind, path, meta) = self.resolve(&rel)?;
             if meta.is_dir() {
                 return Err(Errno::EISDIR);
+            }
+            if kind == Kind::Dataset {
+                return Err(REFUSED);
             }
             // An open file outlives its name: a stream becomes a staging file, which keeps
             // its bytes (and attributes) for the open descriptors until the last close.
@@ -343,11 +350,21 @@ impl fuser::Filesystem for AdzFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let dataset = match lock(&self.state).handles.get(&fh.0) {
+            Some(Handle::Dataset { ds, seq, .. }) => Some((Arc::clone(ds), Arc::clone(seq))),
+            _ => None,
+        };
+        if let Some((ds, seq)) = dataset {
+            return match self.read_dataset(&ds, &seq, offset, size) {
+                Ok(d) => reply.data(&d),
+                Err(e) => reply.error(e),
+            };
+        }
         let (plain, seq, object) = match lock(&self.state).handles.get(&fh.0) {
             Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), None, None),
             Some(Handle::Adz { seq, .. }) => (None, Some(Arc::clone(seq)), None),
             Some(Handle::Object { key, len, .. }) => (None, None, Some((key.clone(), *len))),
-            None => return reply.error(Errno::EBADF),
+            Some(Handle::Dataset { .. }) | None => return reply.error(Errno::EBADF),
         };
         let r = (|| -> Result<Bytes, Errno> {
             if let (Some((key, len)), Some(s3)) = (object, &self.s3) {
@@ -402,7 +419,9 @@ impl fuser::Filesystem for AdzFs {
         let h = match lock(&self.state).handles.get(&fh.0) {
             Some(Handle::Plain { file, .. }) => Err(Arc::clone(file)),
             Some(Handle::Adz { append, .. }) => Ok(*append),
-            Some(Handle::Object { .. }) | None => return reply.error(Errno::EBADF),
+            Some(Handle::Object { .. } | Handle::Dataset { .. }) | None => {
+                return reply.error(Errno::EBADF)
+            }
         };
         let r = (|| -> Result<(), Errno> {
             self.writable()?;
@@ -457,7 +476,7 @@ impl fuser::Filesystem for AdzFs {
     ) {
         let (plain, object) = match lock(&self.state).handles.get(&fh.0) {
             Some(Handle::Plain { file, .. }) => (Some(Arc::clone(file)), false),
-            Some(Handle::Object { .. }) => (None, true),
+            Some(Handle::Object { .. } | Handle::Dataset { .. }) => (None, true),
             _ => (None, false),
         };
         let r = match plain {

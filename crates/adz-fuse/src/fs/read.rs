@@ -5,7 +5,7 @@ use super::*;
 /// An opened version of an adz file: bound to a file descriptor, so a rename over the name
 /// (a commit) or an unlink does not change what it reads.
 pub(super) struct OpenReader {
-    pub(super) reader: Reader,
+    pub(super) reader: Arc<Reader>,
     pub(super) id: u64,
     pub(super) ident: Ident,
 }
@@ -94,7 +94,7 @@ impl AdzFs {
             Errno::EIO
         })?;
         let r = Arc::new(OpenReader {
-            reader,
+            reader: Arc::new(reader),
             id: READER_ID.fetch_add(1, Ordering::Relaxed),
             ident: id,
         });

@@ -147,7 +147,7 @@ impl S3Source {
             p => format!("{p}/"),
         };
         adz_core::store::validate_prefix(&prefix)?;
-        store.list(&prefix)?;
+        store.list_with_delimiter(&prefix)?;
         Ok(S3Source {
             store,
             prefix,
@@ -195,16 +195,19 @@ impl S3Source {
             }
             cached.1
         };
-        let objects = self.store.list(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
+        // One level (a delimiter listing): the keys below the sub-prefixes are not listed.
+        let level =
+            self.store.list_with_delimiter(&dir).map_err(|e| self.fail("listing", &dir, &e))?;
         let mut children: HashMap<String, Child> = HashMap::new();
-        for o in objects {
-            let Some(rest) = o.name.strip_prefix(&dir) else { continue };
-            match rest.split_once('/') {
-                Some((name, _)) => children.entry(name.to_owned()).or_default().dir = true,
-                None => {
-                    children.entry(rest.to_owned()).or_default().object = Some((o.size, o.modified))
-                }
-            }
+        for p in &level.prefixes {
+            let Some(name) = p.strip_prefix(&dir).and_then(|n| n.strip_suffix('/')) else {
+                continue;
+            };
+            children.entry(name.to_owned()).or_default().dir = true;
+        }
+        for o in level.objects {
+            let Some(name) = o.name.strip_prefix(&dir) else { continue };
+            children.entry(name.to_owned()).or_default().object = Some((o.size, o.modified));
         }
         let l = Arc::new(children);
         let mut cached = lock(&self.listings);
@@ -243,6 +246,26 @@ impl S3Source {
             )),
             _ => Err(Errno::ENOENT),
         }
+    }
+
+    /// The latest committed manifest of the dataset shown at `rel` (see
+    /// [`AdzFs::dataset_at`]): the parent's listing says whether `NAME.manifest/` exists, and
+    /// only then is that prefix listed.
+    pub(super) fn dataset(&self, rel: &Path) -> Option<(PathBuf, Meta)> {
+        let name = rel.file_name()?.to_str()?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = format!("{name}.manifest");
+        if !self.listing(parent).ok()?.get(&dir).is_some_and(|c| c.dir) {
+            return None;
+        }
+        let l = self.listing(&parent.join(&dir)).ok()?;
+        let v = latest_version(l.iter().filter(|(_, c)| c.object.is_some()).map(|(n, _)| &**n))?;
+        let (len, t) = l.get(&format!("v{v:020}"))?.object?;
+        let key = manifest_key(&self.key(rel).ok()?, v);
+        let mut m = dataset_meta(Meta::object(FileType::RegularFile, len, t));
+        // A committed manifest is never replaced: its version tells it.
+        m.ident.1 = v;
+        Some((PathBuf::from(key), m))
     }
 
     /// The entries of directory `rel` as stored: (name, type, is a regular file).

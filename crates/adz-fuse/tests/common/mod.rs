@@ -228,3 +228,55 @@ pub fn only_frame_2_fails(path: &Path, raw: &[u8]) {
         }
     }
 }
+
+/// A store that counts the keys its listings return (`list`, and `list_with_delimiter`,
+/// forwarded so that the inner store's delimiter listing is used where it has one).
+#[derive(Debug, Default)]
+pub struct KeyCounter<S> {
+    pub inner: S,
+    pub keys_listed: std::sync::atomic::AtomicU64,
+}
+
+impl<S: adz_store::Storage> adz_store::Storage for KeyCounter<S> {
+    fn create(&self, name: &str) -> adz_store::Result<Box<dyn adz_store::Upload>> {
+        self.inner.create(name)
+    }
+    fn put_if_absent(&self, name: &str, data: &[u8]) -> adz_store::Result<()> {
+        self.inner.put_if_absent(name, data)
+    }
+    fn get_range(&self, name: &str, range: std::ops::Range<u64>) -> adz_store::Result<Vec<u8>> {
+        self.inner.get_range(name, range)
+    }
+    fn get(&self, name: &str) -> adz_store::Result<Vec<u8>> {
+        self.inner.get(name)
+    }
+    fn get_tail(&self, name: &str, max_len: u64) -> adz_store::Result<adz_store::Tail> {
+        self.inner.get_tail(name, max_len)
+    }
+    fn size(&self, name: &str) -> adz_store::Result<u64> {
+        self.inner.size(name)
+    }
+    fn delete(&self, name: &str) -> adz_store::Result<()> {
+        self.inner.delete(name)
+    }
+    fn list(&self, prefix: &str) -> adz_store::Result<Vec<adz_store::ObjectMeta>> {
+        let v = self.inner.list(prefix)?;
+        self.count(v.len());
+        Ok(v)
+    }
+    fn list_with_delimiter(&self, prefix: &str) -> adz_store::Result<adz_store::Listing> {
+        let l = self.inner.list_with_delimiter(prefix)?;
+        self.count(l.objects.len() + l.prefixes.len());
+        Ok(l)
+    }
+}
+
+impl<S> KeyCounter<S> {
+    pub fn new(inner: S) -> KeyCounter<S> {
+        KeyCounter { inner, keys_listed: Default::default() }
+    }
+
+    fn count(&self, n: usize) {
+        self.keys_listed.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}

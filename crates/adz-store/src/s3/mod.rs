@@ -514,6 +514,35 @@ impl Storage for S3Storage {
         out.sort();
         Ok(out)
     }
+
+    fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
+        validate_prefix(prefix)?;
+        let dir = match prefix.strip_suffix('/') {
+            Some(dir) => Some(path(dir)?),
+            None if prefix.is_empty() => None,
+            // Not a directory: the plain listing, grouped.
+            None => return Ok(crate::Listing::group(prefix, self.list(prefix)?)),
+        };
+        let client = &self.shared.client;
+        let l = self
+            .block_on(ObjectStore::list_with_delimiter(&**client, dir.as_ref()))
+            .map_err(|e| remote_error("list", prefix, e))?;
+        let mut out = crate::Listing {
+            objects: l
+                .objects
+                .into_iter()
+                .filter(|m| m.location.as_ref().starts_with(prefix))
+                .map(|m| {
+                    ObjectMeta::new(m.location.as_ref(), m.size)
+                        .with_modified(m.last_modified.into())
+                })
+                .collect(),
+            prefixes: l.common_prefixes.iter().map(|p| format!("{}/", p.as_ref())).collect(),
+        };
+        out.objects.sort();
+        out.prefixes.sort();
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,134 @@
+//! The object-store source of the mount (`mount_store`, as for `s3://`) over an in-memory
+//! store, so that it runs without a server: lookups list one level (a delimiter listing), and
+//! a committed dataset shows as one read-only file.
+
+mod common;
+
+use std::fs::{self, File};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use adz_core::dataset::{Dataset, DatasetWriter, Placement};
+use adz_core::store::{MemoryStorage, Storage};
+use common::{data, serial};
+
+/// A memory store (its delimiter listing is the default, grouping its full listing) that
+/// counts the keys its listings return.
+type OneLevel = common::KeyCounter<MemoryStorage>;
+
+struct StoreMounted {
+    store: Arc<OneLevel>,
+    _dir: tempfile::TempDir,
+    mnt: PathBuf,
+    mount: Option<adz_fuse::Mount>,
+}
+
+impl Drop for StoreMounted {
+    fn drop(&mut self) {
+        if let Some(m) = self.mount.take() {
+            if m.unmount().is_err() {
+                common::lazy_unmount(&self.mnt);
+            }
+        }
+    }
+}
+
+/// `store`'s prefix `run/` mounted (as `s3://mem/run`).
+fn mount(store: OneLevel) -> Option<StoreMounted> {
+    if !common::fuse_available() {
+        return None;
+    }
+    let store = Arc::new(store);
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mut opts = common::test_options();
+    opts.spool = Some(dir.path().join("spool"));
+    let dyn_store: Arc<dyn Storage> = Arc::clone(&store) as Arc<dyn Storage>;
+    let m = adz_fuse::mount_store(dyn_store, "run/", "s3://mem/run", &mnt, opts).expect("mount");
+    common::wait_mounted(&mnt);
+    Some(StoreMounted { store, _dir: dir, mnt, mount: Some(m) })
+}
+
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_lookup_lists_one_level_not_the_keys_below_it() {
+    let _serial = serial();
+    let store = OneLevel::default();
+    let raw = data(100_000, 3);
+    store.put("run/big/x.adz", &common::adz_bytes(&raw, 64 << 10)).unwrap();
+    for i in 0..20 {
+        for j in 0..100 {
+            store.put(&format!("run/big/sub{i:02}/obj{j}"), b"o").unwrap();
+        }
+    }
+    let Some(m) = mount(store) else { return };
+    m.store.keys_listed.store(0, Relaxed);
+    assert_eq!(fs::metadata(m.mnt.join("big/x")).unwrap().len(), raw.len() as u64);
+    assert_eq!(fs::read(m.mnt.join("big/x")).unwrap(), raw);
+    let mut want: Vec<String> = (0..20).map(|i| format!("sub{i:02}")).collect();
+    want.push("x".to_owned());
+    assert_eq!(names(&m.mnt.join("big")), want);
+    let listed = m.store.keys_listed.load(Relaxed);
+    // The root and big/ (a few times at most): 21 entries each, never the 2,000 keys below.
+    assert!(listed < 200, "{listed} keys listed for a lookup and a readdir of big/");
+}
+
+#[test]
+fn a_committed_dataset_in_an_object_store_is_one_read_only_file() {
+    let _serial = serial();
+    let store = OneLevel::default();
+    let mut all = Vec::new();
+    let mut opts = common::test_options().write;
+    opts.strategy = "static=zstd:1".parse().unwrap();
+    let mut at = 0;
+    for (i, n) in [150_000, 70_000, 200_000, 1000].into_iter().enumerate() {
+        let p = data(n, 40 + i as u64);
+        let id = format!("r{i}");
+        let mut w = DatasetWriter::create(&store, "run/d/ds", &id, Placement::At(at), opts.clone())
+            .unwrap();
+        w.write(&p).unwrap();
+        w.finish().unwrap();
+        at += n as u64;
+        all.extend_from_slice(&p);
+    }
+    Dataset::commit(&store, "run/d/ds", None).unwrap();
+    let Some(m) = mount(store) else { return };
+    let ds = m.mnt.join("d/ds");
+    assert_eq!(names(&m.mnt.join("d")), ["ds"]);
+    let meta = fs::metadata(&ds).unwrap();
+    assert_eq!((meta.len(), meta.mode() & 0o7777), (all.len() as u64, 0o444));
+    assert!(fs::read(&ds).unwrap() == all);
+    let f = File::open(&ds).unwrap();
+    let mut buf = vec![0; 50_000];
+    for off in [0u64, 149_990, 219_999, 300_000, all.len() as u64 - 10] {
+        let n = f.read_at(&mut buf, off).unwrap();
+        assert!(n > 0 && buf[..n] == all[off as usize..off as usize + n], "at {off}");
+    }
+    let eperm = Some(libc::EPERM);
+    assert_eq!(fs::OpenOptions::new().write(true).open(&ds).unwrap_err().raw_os_error(), eperm);
+    assert_eq!(fs::remove_file(&ds).unwrap_err().raw_os_error(), eperm);
+    assert_eq!(fs::rename(&ds, m.mnt.join("d/moved")).unwrap_err().raw_os_error(), eperm);
+
+    // A second commit (a part appended) shows after the listing's and the name's caches.
+    let tail = data(33_333, 50);
+    let mut w =
+        DatasetWriter::create(&*m.store, "run/d/ds", "r9", Placement::Append, opts).unwrap();
+    w.write(&tail).unwrap();
+    w.finish().unwrap();
+    assert_eq!(Dataset::commit(&*m.store, "run/d/ds", None).unwrap().version, 2);
+    let mut old = vec![0; 100];
+    assert_eq!(f.read_at(&mut old, all.len() as u64).unwrap(), 0, "the open handle keeps v1");
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    all.extend_from_slice(&tail);
+    assert_eq!(fs::metadata(&ds).unwrap().len(), all.len() as u64);
+    assert!(fs::read(&ds).unwrap() == all);
+}
