@@ -129,7 +129,8 @@ pub struct TierConfig {
     pub bandwidth: Option<f64>,
     /// Seconds per object written (a file create, a request).
     pub latency: f64,
-    /// Make the tier behave as a link of `bandwidth` ([`Throttled`]), for benchmarks.
+    /// Make the tier behave as a link of `bandwidth` ([`Throttled`]), writes and reads each
+    /// at that speed, for benchmarks.
     pub throttle: bool,
     /// The rung frames take when flushed into this tier; `None`: chosen by the DP.
     pub rung: Option<CodecSpec>,
@@ -351,8 +352,13 @@ pub(crate) fn open_tier(t: &TierConfig) -> Result<(Arc<dyn Storage>, f64), TierE
         Some(b) => b,
         None => measure(&*raw).map_err(TierError::store(format!("measuring tier {:?}", t.name)))?,
     };
-    let store: Arc<dyn Storage> =
-        if t.throttle { Arc::new(Throttled::new(raw, bandwidth)) } else { raw };
+    // A throttled tier is a full-duplex link of its bandwidth: reads are paced too, so that a
+    // reader of a slow tier (issue 27's BD-CATS-like workload) sees its speed.
+    let store: Arc<dyn Storage> = if t.throttle {
+        Arc::new(Throttled::new(raw, bandwidth).throttle_reads(true))
+    } else {
+        raw
+    };
     Ok((store, bandwidth))
 }
 
@@ -536,6 +542,24 @@ mod tests {
         let c = TiersConfig::parse(S3, Path::new("/")).unwrap();
         let e = open_tier(&c.tiers[1]).unwrap_err().to_string();
         assert!(e.contains("feature `s3`"), "{e}");
+    }
+
+    #[test]
+    fn a_throttled_tier_paces_writes_and_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[[tier]]\nname = \"t\"\npath = \"t\"\nbandwidth = \"20MB/s\"\nthrottle = true";
+        let c = TiersConfig::parse(text, dir.path()).unwrap();
+        let (store, bandwidth) = open_tier(&c.tiers[0]).unwrap();
+        assert_eq!(bandwidth, 20e6);
+        let data = vec![7u8; 4 << 20];
+        let t0 = Instant::now();
+        store.put("x", &data).unwrap();
+        let put = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        assert_eq!(store.get("x").unwrap(), data);
+        let get = t0.elapsed().as_secs_f64();
+        // 4 MiB at 20 MB/s: 0.21 s each way (less a burst of 1 MiB at most).
+        assert!(put > 0.15 && get > 0.15, "put {put:.3} s, get {get:.3} s");
     }
 
     #[test]
