@@ -308,7 +308,8 @@ impl Tiered {
     /// gone. Returns the bytes freed.
     pub fn gc(&self) -> Result<u64, TierError> {
         let mut freed = 0;
-        for tier in &self.tiers {
+        // An S3 tier has no temporaries: a segment is one PUT, which lands whole or not at all.
+        for tier in self.tiers.iter().filter(|t| t.config.s3.is_none()) {
             freed += remove_stale_temporaries(&tier.config.path);
         }
         freed += remove_stale_temporaries(&self.config.catalog);

@@ -50,11 +50,13 @@ mod error;
 mod flush;
 pub mod place;
 pub mod predictor;
+#[cfg_attr(not(feature = "s3"), allow(dead_code))]
+mod prefixed;
 pub mod profile;
 mod tiered;
 
 pub use catalog::{Catalog, Copy, Segment, CATALOG_SUFFIX, CATALOG_VERSION};
-pub use config::{parse_size, FlushPolicy, TierConfig, TiersConfig};
+pub use config::{parse_size, FlushPolicy, S3Tier, TierConfig, TiersConfig};
 pub use error::TierError;
 pub use flush::{FlushReport, TierStatus};
 pub use place::{place, CostTable, Piece, Plan, PlanSegment, RungCost, TierSlot};
