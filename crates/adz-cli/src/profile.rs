@@ -8,7 +8,6 @@ use std::time::Instant;
 use adz_core::control::Ladder;
 use adz_core::format::CodecSpec;
 use adz_tier::profile::{self, CorePower, DataSet, Profile};
-use adz_tier::TiersConfig;
 
 use crate::energy;
 use anyhow::{bail, Context, Result};
@@ -171,7 +170,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         )?),
     };
     // Read the tier configuration first, so that a bad one fails before the measurements.
-    let tiers = a.tiers.as_ref().map(|p| TiersConfig::load(p)).transpose()?;
+    let tiers = a.tiers.as_ref().map(|p| crate::remote::load_tiers(p)).transpose()?;
     let block = a.block_size as usize;
     let sets = match &a.data {
         Some(dir) => from_dir(dir, a.per_file, block)?,

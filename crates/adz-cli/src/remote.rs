@@ -68,6 +68,15 @@ fn args() -> S3Args {
     ARGS.get().cloned().unwrap_or_default()
 }
 
+/// The tiers configured in `path`, with `--s3-endpoint` and `--s3-allow-http` given to every
+/// s3:// tier that does not set its own.
+pub(crate) fn load_tiers(path: &std::path::Path) -> Result<adz_tier::TiersConfig> {
+    let mut config = adz_tier::TiersConfig::load(path)?;
+    let a = args();
+    config.s3_defaults(a.s3_endpoint.as_deref(), a.s3_allow_http);
+    Ok(config)
+}
+
 /// An open bucket: the storage for whole-object operations (with retries) and the way to
 /// start uploads.
 pub(crate) struct Bucket {

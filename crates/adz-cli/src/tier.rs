@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use adz_tier::profile;
-use adz_tier::{CostModel, CostTable, Profile, Tiered, TiersConfig};
+use adz_tier::{CostModel, CostTable, Profile, Tiered};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
@@ -171,7 +171,7 @@ fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Cost
 /// it, if the profile has one, instead of measuring at every open. With `measured`, every
 /// tier the profile measured takes its figures for placement.
 fn open(config: &Path, profile: Option<&Profile>, measured: bool) -> Result<Tiered> {
-    let mut config = TiersConfig::load(config)?;
+    let mut config = crate::remote::load_tiers(config)?;
     let mut placement = Vec::new();
     if let Some(p) = profile {
         for (i, t) in config.tiers.iter_mut().enumerate() {

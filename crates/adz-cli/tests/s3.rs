@@ -371,3 +371,52 @@ fn a_killed_recompress_leaves_the_old_object_and_a_rerun_finishes() {
     let info = json(&run(&["inspect", "--json", &url]));
     assert!(info["file_bytes"].as_u64().unwrap() < (data.len() / 3) as u64, "{info}");
 }
+
+#[test]
+fn s3_tiers_take_the_endpoint_flags() {
+    let bucket = bucket_or_skip!();
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("set with the bucket");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("data.bin");
+    std::fs::write(&input, generate(Kind::Text, 3 << 20, 5)).unwrap();
+    let s3 = prefix(&bucket, "tiers");
+    let conf = d.join("t.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "catalog = \"cat\"\n[[tier]]\nname = \"ram\"\npath = \"ram\"\ncapacity = \"1MiB\"\n\
+             bandwidth = \"1GB/s\"\n[[tier]]\nname = \"bucket\"\npath = \"{s3}\"\nbandwidth = \"1GB/s\"\n"
+        ),
+    )
+    .unwrap();
+    let (conf, input_s) = (conf.to_str().unwrap(), input.to_str().unwrap());
+    // The endpoint only as a flag: the tier has none and the environment none.
+    let tiered = |args: &[&str]| {
+        adz()
+            .args(["--s3-endpoint", &endpoint])
+            .args(args)
+            .env_remove("AWS_ENDPOINT_URL")
+            .env_remove("AWS_ALLOW_HTTP")
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    ok(&tiered(&["compress", "-q", "--tiers", conf, input_s, "ds"]));
+    let back = d.join("back");
+    ok(&tiered(&["decompress", "-q", "--tiers", conf, "ds", back.to_str().unwrap()]));
+    assert!(std::fs::read(&back).unwrap() == std::fs::read(&input).unwrap());
+    let status = ok(&tiered(&["tier", "--tiers", conf, "status"]));
+    assert!(status.contains("bucket"), "{status}");
+    // Without the flag the tier has no endpoint to reach (AWS itself is never tried here: the
+    // configuration refuses plain http without --s3-allow-http, or fails to connect).
+    let o = Command::new(env!("CARGO_BIN_EXE_adz"))
+        .args(["decompress", "-q", "--tiers", conf, "ds", "-"])
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+}
