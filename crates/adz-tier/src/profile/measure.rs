@@ -256,17 +256,22 @@ pub fn measure_tier(t: &TierConfig, probe: usize) -> Result<TierProfile, TierErr
     let what = format!("measuring tier {:?}", t.name);
     let name = ".adz-profile-probe";
     let data = vec![0x5au8; probe.max(1)];
-    let t0 = Instant::now();
-    store.put(name, &data).map_err(TierError::store(what.clone()))?;
-    let bandwidth = data.len() as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-    store.delete(name).map_err(TierError::store(what.clone()))?;
+    // A put that failed may still have landed (a request timed out after the store took it):
+    // the probe is deleted whatever the put said.
+    let timed_put = |bytes: &[u8]| -> Result<f64, TierError> {
+        let t0 = Instant::now();
+        let put = store.put(name, bytes);
+        let secs = t0.elapsed().as_secs_f64();
+        let deleted = store.delete(name);
+        put.map_err(TierError::store(what.clone()))?;
+        deleted.map_err(TierError::store(what.clone()))?;
+        Ok(secs)
+    };
+    let bandwidth = data.len() as f64 / timed_put(&data)?.max(1e-9);
     let small = vec![0x5au8; 4096];
     let mut times = Vec::new();
     for _ in 0..8 {
-        let t0 = Instant::now();
-        store.put(name, &small).map_err(TierError::store(what.clone()))?;
-        times.push(t0.elapsed().as_secs_f64());
-        store.delete(name).map_err(TierError::store(what.clone()))?;
+        times.push(timed_put(&small)?);
     }
     times.sort_by(f64::total_cmp);
     let latency = (times[times.len() / 2] - small.len() as f64 / bandwidth).max(0.0);
