@@ -86,34 +86,23 @@ fn measured_priors_shape_the_rungs_not_yet_measured() {
     let ladder = Ladder::standard().with_priors(priors);
     let mut m = Model::new(&ladder, 0.5, rates());
     let (i1, i6) = (ladder.position(z1).unwrap(), ladder.position(z6).unwrap());
-    m.observe(
-        &Sample {
-            spec: z1,
-            rung: Some(i1),
-            speed: Some(200e6),
-            ratio: 2.0,
-            weight: 1.0,
-            reset: false,
-        },
-        0,
-    );
+    // zstd:1 measured at 200 MB/s, ratio 2.0.
+    let seen = Sample {
+        spec: z1,
+        rung: Some(i1),
+        speed: Some(200e6),
+        ratio: 2.0,
+        weight: 1.0,
+        reset: false,
+    };
+    m.observe(&seen, 0);
     assert!((m.speed(i6, 0) / (200e6 / 1.5) - 1.0).abs() < 1e-9, "{}", m.speed(i6, 0));
     // The ratio keeps the priors' step in ln(ln(ratio)): 3.0 -> 3.6 becomes 2.0 -> 2.0^k.
     let k = 3.6f64.ln() / 3.0f64.ln();
     assert!((m.ratio(i6, 0) / 2.0f64.powf(k) - 1.0).abs() < 1e-6, "{}", m.ratio(i6, 0));
     // The built-in table's model predicts zstd:6 much slower from the same sample.
     let mut b = Model::new(&Ladder::standard(), 0.5, rates());
-    b.observe(
-        &Sample {
-            spec: z1,
-            rung: Some(i1),
-            speed: Some(200e6),
-            ratio: 2.0,
-            weight: 1.0,
-            reset: false,
-        },
-        0,
-    );
+    b.observe(&seen, 0);
     assert!(b.speed(i6, 0) < m.speed(i6, 0) / 3.0);
 }
 
