@@ -10,6 +10,7 @@
 
 mod buffer;
 mod hdf5;
+mod tiers;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -394,14 +395,16 @@ fn alloc_read(r: &Source, offset: u64, n: u64) -> PyResult<Vec<u8>> {
 /// overlap (every checksum checked), with the GIL released.
 #[pyclass(module = "adz._adz")]
 struct RawReader {
-    inner: Mutex<Option<Arc<Source>>>,
-    pos: Mutex<u64>,
+    pub(crate) inner: Mutex<Option<Arc<Source>>>,
+    pub(crate) pos: Mutex<u64>,
 }
 
-/// What a reader reads: an adz file, or a committed dataset read as one file.
+/// What a reader reads: an adz file, a committed dataset read as one file, or a dataset on
+/// storage tiers.
 enum Source {
     File(Reader),
     Dataset(DatasetReader, ReaderOptions),
+    Tiered(adz_tier::TieredReader, ReaderOptions),
 }
 
 impl Source {
@@ -409,13 +412,14 @@ impl Source {
         match self {
             Source::File(r) => r.len(),
             Source::Dataset(r, _) => r.len(),
+            Source::Tiered(r, _) => r.len(),
         }
     }
 
     fn options(&self) -> &ReaderOptions {
         match self {
             Source::File(r) => r.options(),
-            Source::Dataset(_, o) => o,
+            Source::Dataset(_, o) | Source::Tiered(_, o) => o,
         }
     }
 
@@ -423,6 +427,7 @@ impl Source {
         match self {
             Source::File(r) => r.read_at(offset, out).map_err(to_py),
             Source::Dataset(r, _) => r.read_at(offset, out).map_err(dataset_to_py),
+            Source::Tiered(r, _) => r.read_at(offset, out).map_err(tiers::tier_to_py),
         }
     }
 }
@@ -534,6 +539,10 @@ impl RawReader {
                 d.set_item("parts", r.manifest().parts.len())?;
                 d.set_item("parts_opened", r.parts_opened())?;
                 d.set_item("version", r.manifest().version)?;
+                return Ok(d);
+            }
+            Source::Tiered(r, _) => {
+                d.set_item("segments", r.catalog().segments.len())?;
                 return Ok(d);
             }
         };
@@ -794,6 +803,8 @@ fn _adz(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawWriter>()?;
     m.add_class::<RawReader>()?;
     m.add_class::<WriteFuture>()?;
+    m.add_class::<tiers::RawTiers>()?;
+    m.add_function(wrap_pyfunction!(tiers::open_tiers, m)?)?;
     m.add_function(wrap_pyfunction!(open_writer, m)?)?;
     m.add_function(wrap_pyfunction!(open_reader, m)?)?;
     m.add_function(wrap_pyfunction!(open_part_writer, m)?)?;

@@ -39,6 +39,14 @@ store) each write a part, and one commit joins them into a versioned dataset rea
     with adz.open_dataset("ckpt") as f:
         f.pread(offset, 4096)          # opens only the part(s) the range touches
 
+Storage tiers (docs/TIERS.md): datasets spread over tiers, fastest first, each part of the
+data on the tier where the write finishes first, compressed to match that tier's speed:
+
+    t = adz.open_tiers("tiers.toml")   # profile=None: the machine profile if there is one
+    t.write("step0", field)            # buffer, path or file object -> summary per tier
+    t.read("step0", offset, length)    # reads only the segments the range touches
+    t.status(); t.flush(); t.evict("shm"); t.gc()
+
 Errors: `adz.Error` is the base of `CorruptData`, `StorageError` (and its `NotFound`),
 `ConfigError`, `WriteFailed`, and for datasets `CommitConflict` and `MissingPart`.
 """
@@ -95,6 +103,8 @@ __all__ = [
     "open_part",
     "commit",
     "open_dataset",
+    "open_tiers",
+    "Tiers",
     "features",
 ]
 
@@ -173,6 +183,105 @@ def open_dataset(dataset, *, threads=None, cache_bytes=None, max_range_bytes=Non
     raw = _adz.open_dataset_reader(dataset, threads=threads, cache_bytes=cache_bytes,
                                    max_range_bytes=max_range_bytes)
     return Reader(None, _raw=raw, _name=dataset)
+
+
+def open_tiers(config, *, profile=None, threads=None):
+    """Open the storage tiers configured in the TOML file `config` (docs/TIERS.md): a `Tiers`.
+
+    profile: where placement's costs come from: None, the machine profile (`adz profile`) at
+    its default path if it exists, else the built-in tables (as the CLI does; a default
+    profile that does not load is left out with a warning); False, the built-in tables; a
+    path, that profile (one that does not load raises ConfigError). threads: the threads that
+    encode a segment (None: one per core). A missing file raises NotFound; a bad one,
+    ConfigError naming the key or tier."""
+    if profile is False:
+        path, no_profile = None, True
+    elif profile is None:
+        path, no_profile = None, False
+    else:
+        path, no_profile = _text_path(profile), False
+    raw = _adz.open_tiers(_text_path(config), profile=path, no_profile=no_profile,
+                          threads=threads)
+    if raw.warning:
+        warnings.warn(raw.warning, RuntimeWarning, stacklevel=2)
+    return Tiers(raw, _text_path(config))
+
+
+class Tiers:
+    """Datasets on a hierarchy of storage tiers (`adz.open_tiers`). Writes, reads and flushes
+    release the GIL. One process at a time writes or flushes a set of tiers; in a process,
+    calls that change the tiers (write, flush, evict, gc) run one at a time, and reads may
+    run alongside them."""
+
+    def __init__(self, raw, config):
+        self._t = raw
+        self.config = config
+
+    @property
+    def names(self):
+        """The tiers' names, fastest first."""
+        return self._t.names
+
+    @property
+    def costs_source(self):
+        """Where placement's costs come from: a profile or the built-in table."""
+        return self._t.costs_source
+
+    def write(self, name, data):
+        """Write dataset `name` from `data`: a bytes-like object (bytes, bytearray,
+        memoryview, numpy array), a path (str or os.PathLike) or a binary file object. Each
+        part goes to the tier where the write finishes first, within the free capacities; an
+        older dataset of that name is replaced only once the new one is committed, and on an
+        error nothing changes. Returns a dict: raw_bytes, stored_bytes, tiers (stored bytes
+        per tier, fastest first), segments, spilled, predicted, seconds, predicted_seconds,
+        placement_seconds. Raises WriteFailed if the data does not fit on the tiers."""
+        if isinstance(data, (str, os.PathLike)):
+            return self._t.write_file(name, _text_path(data))
+        if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+            return self._t.write_stream(name, data)
+        return self._t.write(name, data)
+
+    def read(self, name, offset=0, length=None):
+        """`length` raw bytes of dataset `name` at `offset` (None: to the end), as bytes;
+        only the segments the range touches are read, each from the fastest tier holding
+        it. NotFound for no such dataset; ConfigError for a range past the end."""
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must not be negative")
+        return self._t.read(name, offset, length)
+
+    def open(self, name, *, max_range_bytes=None):
+        """Dataset `name` as a seekable `Reader` (read, seek, pread)."""
+        raw = self._t.open_reader(name, max_range_bytes=max_range_bytes)
+        return Reader(None, _raw=raw, _name=name)
+
+    def datasets(self):
+        """The datasets on the tiers: a list of dicts (name, raw_bytes, segments)."""
+        return self._t.datasets()
+
+    def status(self):
+        """Each tier's state, fastest first: a list of dicts with tier (its name), capacity
+        (None: unlimited), used (bytes on it), bandwidth (bytes/s), segments, raw and stored
+        (bytes of those segments)."""
+        return self._t.status()
+
+    def flush(self):
+        """Move segments down as the configuration's [flush] policy says (tiers fuller than
+        `high`, segments older than `max_age`). Returns a dict: moved, copied, recompressed,
+        bytes_in, bytes_out. A copy is removed only once the one below is committed."""
+        return self._t.flush()
+
+    def evict(self, tier):
+        """Move every segment off tier `tier` to the tiers below; returns a report as
+        `flush` does. ConfigError for an unknown tier or the last one."""
+        return self._t.evict(tier)
+
+    def gc(self):
+        """Remove the segment objects and temporaries a crash left behind; returns the bytes
+        freed."""
+        return self._t.gc()
+
+    def __repr__(self):
+        return f"<adz.Tiers config={self.config!r} tiers={self.names!r}>"
 
 
 class Writer(io.RawIOBase):
