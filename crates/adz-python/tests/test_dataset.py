@@ -5,7 +5,6 @@ s3:// (the same worker code). Also: a commit expecting a writer that died, racin
 bad ids. mpi4py runs are not tested here (not installed in the test environment)."""
 
 import multiprocessing
-import os
 import random
 import uuid
 
@@ -107,14 +106,8 @@ def test_a_part_abandoned_by_an_exception_is_not_committed(tmp_path):
         assert f.read() == b"kept"
 
 
-def test_processes_write_one_dataset_on_s3():
-    endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
-    if "s3" not in adz.features or not endpoint.startswith(("http://127.0.0.1:",
-                                                             "http://localhost:")):
-        if os.environ.get("ADZ_REQUIRE_S3") == "1":
-            pytest.fail("ADZ_REQUIRE_S3=1 but no s3 feature or no loopback AWS_ENDPOINT_URL")
-        pytest.skip("no MinIO on loopback (run `make python-test`)")
-    bucket = os.environ.get("ADZ_S3_BUCKET", "adz-test")
+def test_processes_write_one_dataset_on_s3(s3_bucket):
+    bucket = s3_bucket
     ds = f"s3://{bucket}/py-dataset/{uuid.uuid4().hex}/ckpt"
     expected = write_all(ds, placed=True)
     assert adz.commit(ds, ids=[f"r{r}" for r in range(N)])["version"] == 1

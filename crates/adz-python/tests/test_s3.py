@@ -6,7 +6,6 @@ Without `AWS_ENDPOINT_URL` these tests skip, saying why, unless `ADZ_REQUIRE_S3=
 with the cargo feature `s3` (`maturin develop --features s3`, as the script does)."""
 
 import concurrent.futures
-import os
 import uuid
 
 import numpy as np
@@ -15,25 +14,9 @@ import pytest
 import adz
 
 
-def _bucket():
-    required = os.environ.get("ADZ_REQUIRE_S3") == "1"
-
-    def skip(why):
-        if required:
-            pytest.fail(f"ADZ_REQUIRE_S3=1 but {why}")
-        pytest.skip(f"{why} (run `make python-test` to start MinIO)")
-
-    endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    if not endpoint:
-        skip("AWS_ENDPOINT_URL is not set")
-    if not (endpoint.startswith("http://127.0.0.1:") or endpoint.startswith("http://localhost:")):
-        skip("AWS_ENDPOINT_URL is not on loopback; these tests only use 127.0.0.1")
-    return os.environ.get("ADZ_S3_BUCKET", "adz-test")
-
-
 @pytest.fixture
-def bucket():
-    return _bucket()
+def bucket(s3_bucket):
+    return s3_bucket
 
 
 def data(n=3_000_000, seed=0):
