@@ -116,7 +116,7 @@ proptest! {
                 }
                 Op::Block { pick, raw, stored, stored_raw, wall_ns, cpu_ns } => {
                     let decision = if decisions.is_empty() {
-                        Decision { codec: spec("zstd:3"), filters: Filters::NONE, reason: Reason::Hold, seq: 99, shadow: None }
+                        Decision { codec: spec("zstd:3"), filters: Filters::NONE, reason: Reason::Hold, seq: 99, shadow: None, shadow_filters: None }
                     } else {
                         decisions[pick % decisions.len()]
                     };

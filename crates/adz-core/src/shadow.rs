@@ -2,12 +2,14 @@
 //! controller asked for ([`Decision::shadow`]), and with the block's own rung, so that the
 //! controller keeps learning rungs it does not use, on the same bytes.
 
-use adz_control::{Decision, ShadowMeasurement, SHADOW_BYTES};
+use adz_control::{Decision, ShadowMeasurement, FILTER_PROBE_BYTES, SHADOW_BYTES};
 
 use crate::FrameEncoder;
 
 /// Measure `d.shadow` against `d.codec` on the middle [`SHADOW_BYTES`] of `block` (all of a
-/// shorter block), with `d.filters`. `scratch` holds the frames and is reused. None when the
+/// shorter block), the block's codec through `d.filters` and the shadow through
+/// `d.shadow_filters` (the same filters unless the decision names others: a filter probe, on
+/// the middle [`FILTER_PROBE_BYTES`]). `scratch` holds the frames and is reused. None when the
 /// decision asks for no shadow, or a codec fails (the block itself is unaffected).
 pub(crate) fn measure(
     encoder: &mut FrameEncoder,
@@ -19,17 +21,18 @@ pub(crate) fn measure(
     if block.is_empty() {
         return None;
     }
-    let len = block.len().min(SHADOW_BYTES);
+    let slice_len = if d.shadow_filters.is_some() { FILTER_PROBE_BYTES } else { SHADOW_BYTES };
+    let len = block.len().min(slice_len);
     let from = (block.len() - len) / 2;
     let slice = &block[from..from + len];
-    let mut run = |codec| {
+    let mut run = |codec, filters| {
         let cpu0 = cpu_time::ThreadTime::now();
         // Keep ratio 1: the slice's compressed length whenever it does not grow.
-        let (header, ..) = encoder.encode_at(slice, 0, codec, d.filters, 1.0, scratch, 0).ok()?;
+        let (header, ..) = encoder.encode_at(slice, 0, codec, filters, 1.0, scratch, 0).ok()?;
         Some((u64::from(header.stored_len), cpu0.elapsed()))
     };
-    let (base_stored, base_cpu) = run(d.codec)?;
-    let (stored, cpu) = run(spec)?;
+    let (base_stored, base_cpu) = run(d.codec, d.filters)?;
+    let (stored, cpu) = run(spec, d.shadow_filters.unwrap_or(d.filters))?;
     Some(ShadowMeasurement {
         decision: *d,
         raw_len: len as u64,
@@ -53,6 +56,7 @@ mod tests {
             reason: Reason::Hold,
             seq: 7,
             shadow: shadow.map(|s| s.parse().unwrap()),
+            shadow_filters: None,
         }
     }
 
@@ -84,5 +88,30 @@ mod tests {
         let m = measure(&mut enc, &mut scratch, &block[..1000], &d).unwrap();
         assert_eq!(m.raw_len, 1000);
         assert_ne!(m.decision.shadow, Some(CodecSpec::NONE));
+    }
+
+    #[test]
+    fn a_filter_probe_compresses_the_slice_through_both_chains() {
+        // 32-bit pixels: a smooth image plus noise in the low byte. Shuffled by 4, the
+        // high bytes make long runs; unshuffled, the noise breaks every match.
+        let mut s = 5u64;
+        let block: Vec<u8> = (0u32..(1 << 18))
+            .flat_map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let smooth = 70_000.0 + 3_000.0 * (f64::from(i) / 300.0).sin();
+                (smooth as u32 + (s >> 56) as u32).to_le_bytes()
+            })
+            .collect();
+        let (mut enc, mut scratch) = (FrameEncoder::new(), Vec::new());
+        let mut d = decision("zstd:1", Some("zstd:1"));
+        d.shadow_filters = Some("shuffle:4".parse().unwrap());
+        let m = measure(&mut enc, &mut scratch, &block, &d).expect("a probe");
+        assert_eq!(m.raw_len, FILTER_PROBE_BYTES as u64);
+        assert!((m.stored as f64) < 0.8 * m.base_stored as f64, "{m:?}");
+        // The same decision without the probe's filters measures one chain twice.
+        d.shadow_filters = None;
+        let m = measure(&mut enc, &mut scratch, &block, &d).unwrap();
+        assert_eq!(m.stored, m.base_stored);
+        assert_eq!(m.raw_len, SHADOW_BYTES as u64);
     }
 }

@@ -479,11 +479,14 @@ fn decide_adaptive(
     let ctl = all.entry(key.clone()).or_insert_with(|| {
         // The filter is one thread that compresses a chunk, then writes it: the serial
         // objective. Workers that compress while the writer writes are a pipeline.
-        let cfg = if workers == 0 {
+        let mut cfg = if workers == 0 {
             ControllerConfig::new(strategy, Link::Fixed(link), 1).with_serial(true)
         } else {
             ControllerConfig::new(strategy, Link::Fixed(link), workers)
         };
+        // The filter's own `filters` (cd_values: shuffle by element size) are what a chunk
+        // goes through; the controller's choice of filters is not used here.
+        cfg.auto_filters = false;
         new_control(cfg)
     });
     (ctl.next_block(&ctx), ctl.keep_threshold(), key)

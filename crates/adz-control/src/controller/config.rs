@@ -88,6 +88,11 @@ pub struct ControllerConfig {
     /// [`ControllerConfig::write_speed`] and [`ControllerConfig::target_speed`]. Default false
     /// (the pipeline; docs/decisions/0047).
     pub serial: bool,
+    /// Adaptive strategies choose each class's byte filters (shuffle, delta, xor by element
+    /// width) by measurement, when no `filters=` or `dtype=` hint names them (see
+    /// [`Decision::shadow_filters`](crate::Decision::shadow_filters); docs/decisions/0058).
+    /// Default true.
+    pub auto_filters: bool,
 }
 
 impl ControllerConfig {
@@ -121,6 +126,7 @@ impl ControllerConfig {
             cpus: 0,
             shadow_share: SHADOW_SHARE,
             serial: false,
+            auto_filters: true,
         }
     }
 

@@ -88,6 +88,10 @@ pub struct Decision {
     /// ([`Control::record_shadow`](crate::Control::record_shadow)), so that the controller keeps
     /// learning rungs it does not use. None: no shadow.
     pub shadow: Option<CodecSpec>,
+    /// The filters of the shadow's slice (None: the block's own `filters`). A shadow at the
+    /// block's own codec with other filters is a filter probe: it tells the controller what
+    /// those filters would store.
+    pub shadow_filters: Option<Filters>,
 }
 
 /// What a worker measured for a block's shadow ([`Decision::shadow`]): the same slice
@@ -209,6 +213,9 @@ pub struct Status {
     pub blocks: u64,
     /// Shadow measurements made ([`Decision::shadow`]).
     pub shadows: u64,
+    /// The filters the controller chose for this class's blocks (see
+    /// [`ControllerConfig::auto_filters`](crate::ControllerConfig::auto_filters)).
+    pub filters: Filters,
     /// Their CPU time over the CPU time of the blocks' own compression.
     pub shadow_share: f64,
 }
@@ -233,6 +240,7 @@ impl Status {
             blocks: 0,
             shadows: 0,
             shadow_share: 0.0,
+            filters: Filters::NONE,
         }
     }
 

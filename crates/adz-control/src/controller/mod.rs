@@ -10,6 +10,7 @@ mod config;
 mod control;
 mod decide;
 mod energy;
+mod filters;
 mod link;
 mod measure;
 mod mix;
@@ -25,6 +26,7 @@ pub use self::config::{ControllerConfig, INITIAL_LEVEL, KEEP_THRESHOLD};
 pub use self::control::Control;
 use self::decide::Lane;
 pub use self::decide::RATIO_TIE;
+use self::filters::FilterChoice;
 pub use self::link::LinkEstimate;
 use self::link::LinkMeter;
 pub use self::measure::{
@@ -33,7 +35,7 @@ pub use self::measure::{
 };
 use self::pace::PipeWindow;
 use self::probe::ProbeState;
-pub use self::shadow::SHADOW_BYTES;
+pub use self::shadow::{FILTER_PROBE_BYTES, SHADOW_BYTES};
 use crate::hint::Hint;
 use crate::ladder::Ladder;
 use crate::model::{Model, Rates, Sample};
@@ -102,6 +104,8 @@ pub struct Controller {
     shadow_pending: Option<u64>,
     shadow_turn: usize,
     shadows: u64,
+    /// The class's filters, chosen by probes ([`ControllerConfig::auto_filters`]).
+    filters: FilterChoice,
 }
 
 impl Controller {
@@ -150,6 +154,7 @@ impl Controller {
             shadow_pending: None,
             shadow_turn: 0,
             shadows: 0,
+            filters: FilterChoice::new(),
             cfg,
         }
     }
@@ -254,17 +259,29 @@ impl Controller {
             reason,
             seq,
             shadow: None,
+            shadow_filters: None,
         };
         if ctx.hints.contains(&Hint::NoCompress) {
             return raw(Reason::HintNoCompress);
         }
-        let filters = hint_filters(ctx.hints);
         let strategy = self.effective(ctx.hints);
+        // Filters named by a hint are the user's; otherwise an adaptive strategy's own.
+        let named = ctx.hints.iter().any(|h| matches!(h, Hint::Filters(_) | Hint::Dtype(_)));
+        let auto = !named && self.cfg.auto_filters && strategy.is_adaptive();
+        let filters = if auto { self.filters.current() } else { hint_filters(ctx.hints) };
 
         if self.probe.is_some() {
             return match self.probe_decision(seq) {
                 Some(codec) => {
-                    Decision { codec, filters, reason: Reason::Probe, seq, shadow: None }
+                    let shadow_filters = None;
+                    Decision {
+                        codec,
+                        filters,
+                        reason: Reason::Probe,
+                        seq,
+                        shadow: None,
+                        shadow_filters,
+                    }
                 }
                 None => raw(Reason::Incompressible),
             };
@@ -285,14 +302,24 @@ impl Controller {
             // codec a shuffle would only scramble it.
             let explicit = ctx.hints.iter().any(|h| matches!(h, Hint::Filters(_)));
             if reason == Reason::Static && explicit && !filters.is_empty() {
-                return Decision { codec, filters, reason, seq, shadow: None };
+                return Decision {
+                    codec,
+                    filters,
+                    reason,
+                    seq,
+                    shadow: None,
+                    shadow_filters: None,
+                };
             }
             return raw(reason);
         }
         self.attempt(seq);
-        let shadow =
-            if strategy.is_adaptive() { self.pick_shadow(strategy, codec, seq) } else { None };
-        Decision { codec, filters, reason, seq, shadow }
+        let (shadow, shadow_filters) = if strategy.is_adaptive() {
+            self.pick_shadow(strategy, codec, seq, auto)
+        } else {
+            (None, None)
+        };
+        Decision { codec, filters, reason, seq, shadow, shadow_filters }
     }
 
     /// What a worker measured for one block. Measurements may arrive out of order and several
@@ -365,6 +392,7 @@ impl Controller {
             cpu_share: self.stretch.map(|s| 1.0 / s),
             blocks: self.seq,
             shadows: self.shadows,
+            filters: self.filters.current(),
             shadow_share: if self.block_cpu > 0.0 { self.shadow_cpu / self.block_cpu } else { 0.0 },
         };
         let rung = match strategy {

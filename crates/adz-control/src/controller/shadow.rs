@@ -1,12 +1,17 @@
 //! Shadow compression: learning rungs the strategy does not use, on a slice of a block.
 
-use adz_format::CodecSpec;
+use adz_format::{CodecSpec, Filters};
 
 use super::{Controller, ShadowMeasurement};
 use crate::strategy::Strategy;
 
 /// Bytes of a block a shadow measurement compresses (its middle, or all of a shorter block).
 pub const SHADOW_BYTES: usize = 64 << 10;
+
+/// Bytes of a block a filter probe compresses (twice: through the class's filters and through
+/// a candidate). A quarter of [`SHADOW_BYTES`], so that the candidates are tried within a few
+/// dozen blocks under the same CPU bound; a filter's gain on numbers shows on 16 KiB.
+pub const FILTER_PROBE_BYTES: usize = 16 << 10;
 
 /// The default [`ControllerConfig::shadow_share`](crate::ControllerConfig::shadow_share): Blosc2's
 /// tuner and issue 22 bound the cost of learning at a few per cent of the compression work.
@@ -24,13 +29,32 @@ impl Controller {
     /// spare CPU (no lane mixing, the current rung predicted faster than the target), while
     /// shadows have cost at most `shadow_share` of the blocks' CPU; the first rung with an
     /// entropy stage, then the nearest rungs around the current one (more effort first) that
-    /// were never measured or not for [`SHADOW_AGE`] attempts.
+    /// were never measured or not for [`SHADOW_AGE`] attempts. With `filters` (the class's
+    /// filters are the controller's to choose), a filter probe that is due comes first: the
+    /// block's own codec through a candidate chain (returned as the second value).
     pub(super) fn pick_shadow(
         &mut self,
         strategy: Strategy,
         codec: CodecSpec,
         seq: u64,
-    ) -> Option<CodecSpec> {
+        filters: bool,
+    ) -> (Option<CodecSpec>, Option<Filters>) {
+        if filters {
+            self.filters.tick();
+        }
+        match self.pick_shadow_rung(strategy, codec, seq, filters) {
+            Some((spec, f)) => (Some(spec), f),
+            None => (None, None),
+        }
+    }
+
+    fn pick_shadow_rung(
+        &mut self,
+        strategy: Strategy,
+        codec: CodecSpec,
+        seq: u64,
+        filters: bool,
+    ) -> Option<(CodecSpec, Option<Filters>)> {
         // Spare CPU only: no lane mixes raw and compressed blocks, and the current rung is
         // predicted faster than the strategy's target (the link, not the CPU, sets the pace).
         let busy = self.lanes.iter().any(|l| l.mixing);
@@ -57,6 +81,13 @@ impl Controller {
         let budget = self.cfg.shadow_share * self.block_cpu - self.shadow_cpu;
         let slice = SHADOW_BYTES as f64;
         let cost = |r: usize| slice / self.model.speed(r, now).max(1.0);
+        if let Some(f) = self.filters.due().filter(|_| filters) {
+            if 2.0 * cost(cur) * (FILTER_PROBE_BYTES as f64 / slice) > budget {
+                return None;
+            }
+            self.shadow_pending = Some(seq);
+            return Some((codec, Some(f)));
+        }
         let k = cands.len();
         for i in 0..k {
             let r = cands[(self.shadow_turn + i) % k];
@@ -68,7 +99,7 @@ impl Controller {
             }
             self.shadow_turn = (self.shadow_turn + i + 1) % k;
             self.shadow_pending = Some(seq);
-            return self.cfg.ladder.get(r);
+            return self.cfg.ladder.get(r).map(|spec| (spec, None));
         }
         None
     }
@@ -84,6 +115,10 @@ impl Controller {
         let (base_cpu, cpu) = (m.base_cpu.as_secs_f64(), m.cpu.as_secs_f64());
         self.shadow_cpu += base_cpu + cpu;
         self.shadows += 1;
+        if let Some(f) = d.shadow_filters.filter(|&f| f != d.filters) {
+            self.filters.record(d.filters, f, m.base_stored, m.stored);
+            return;
+        }
         let ladder = &self.cfg.ladder;
         let (Some(spec), Some(base)) = (d.shadow, ladder.position(d.codec)) else { return };
         let Some(r) = ladder.position(spec).filter(|_| m.raw_len > 0) else { return };

@@ -1,0 +1,296 @@
+//! Filters chosen by measurement: which byte filters (shuffle, delta, xor by element width) a
+//! class's blocks go through before the codec, learned from shadow probes on slices of its
+//! own blocks (docs/decisions/0058-filters-chosen-by-measurement.md).
+//!
+//! A probe compresses one slice of a block with the block's codec twice, through the class's
+//! current filters and through a candidate chain, and reports both sizes. The chooser keeps,
+//! per candidate, the mean of `ln(candidate's size / current's size)` over its probes, and
+//! adopts a chain once it has saved at least [`MIN_GAIN`] on [`CONFIRM`] probes in a row and
+//! on average. Widths are tried by a plain shuffle first (2, 4, 8 bytes); a width's delta
+//! and xor chains are tried only where its shuffle saved anything, so data that no filter
+//! helps (text, compressed or noisy numbers) costs three probes. After that one candidate is
+//! re-probed every [`RECHECK`] blocks of the class, including "no filters", so that a class
+//! whose data changes finds its way back.
+
+use adz_format::{FilterSpec, Filters};
+
+/// The least a chain must save, as a fraction of the current choice's stored bytes, on each
+/// probe and on average, to be adopted: below it the filter pass (a few GB/s per core) and the
+/// switch (the model relearns the class's ratio) cost more than they gain.
+pub(super) const MIN_GAIN: f64 = 0.02;
+
+/// Probes of one candidate before it may be adopted: one slice can be unlike the class.
+pub(super) const CONFIRM: u32 = 2;
+
+/// Once the candidates have been tried, one is probed again every this many blocks of the
+/// class.
+pub(super) const RECHECK: u64 = 32;
+
+/// Element widths whose chains are candidates.
+const WIDTHS: [u8; 3] = [2, 4, 8];
+
+/// What is known of one candidate chain.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    filters: Filters,
+    /// Probes, and their mean `ln(size through this chain / size through the current one)`.
+    n: u32,
+    mean: f64,
+    /// The latest probe saved at least [`MIN_GAIN`]: the next probe of this candidate may
+    /// confirm it.
+    pending: bool,
+}
+
+/// The filter choice of one class (see the module docs).
+#[derive(Clone, Debug)]
+pub(crate) struct FilterChoice {
+    current: Filters,
+    /// "None" and every chain by width (see [`chains`]); the current one's values are 0.
+    cands: Vec<Candidate>,
+    /// Blocks decided since the last probe.
+    since: u64,
+    /// Round-robin position of the rechecks.
+    turn: usize,
+    /// Chain adoptions so far.
+    switches: u32,
+}
+
+/// The candidate chains: none, then per width a shuffle, delta then shuffle, xor then shuffle.
+fn chains() -> Vec<Filters> {
+    let mut out = vec![Filters::NONE];
+    for w in WIDTHS {
+        let (Ok(s), Ok(d), Ok(x)) =
+            (FilterSpec::shuffle(w), FilterSpec::delta(w), FilterSpec::xor(w))
+        else {
+            continue;
+        };
+        out.extend([&[s][..], &[d, s], &[x, s]].iter().filter_map(|c| Filters::new(c).ok()));
+    }
+    out
+}
+
+impl Default for FilterChoice {
+    fn default() -> Self {
+        FilterChoice::new()
+    }
+}
+
+impl FilterChoice {
+    pub(crate) fn new() -> FilterChoice {
+        let cands = chains()
+            .into_iter()
+            .map(|filters| Candidate { filters, n: 0, mean: 0.0, pending: false })
+            .collect();
+        FilterChoice { current: Filters::NONE, cands, since: 0, turn: 0, switches: 0 }
+    }
+
+    /// The filters the class's blocks go through now.
+    pub(crate) fn current(&self) -> Filters {
+        self.current
+    }
+
+    /// Chains adopted so far.
+    #[cfg(test)]
+    pub(crate) fn switches(&self) -> u32 {
+        self.switches
+    }
+
+    fn index(&self, f: Filters) -> Option<usize> {
+        self.cands.iter().position(|c| c.filters == f)
+    }
+
+    /// Whether candidate `i` is worth a probe while the candidates are first tried: its
+    /// width's plain shuffle saved something (a shuffle is index 1, 4, 7: each width's first).
+    fn eligible(&self, i: usize) -> bool {
+        if i == 0 || (i - 1) % 3 == 0 {
+            return true;
+        }
+        let shuffle = &self.cands[i - (i - 1) % 3];
+        shuffle.n > 0 && shuffle.mean < 0.0
+    }
+
+    /// One more block of the class was decided.
+    pub(crate) fn tick(&mut self) {
+        self.since += 1;
+    }
+
+    /// The candidate to probe next, if any is due.
+    pub(crate) fn due(&self) -> Option<Filters> {
+        let cur = self.index(self.current);
+        // First round: every eligible candidate once; then a second probe of the one that
+        // saved most.
+        let untried = (0..self.cands.len())
+            .find(|&i| Some(i) != cur && self.cands[i].n == 0 && self.eligible(i));
+        let confirm = (0..self.cands.len())
+            .filter(|&i| Some(i) != cur && self.cands[i].pending)
+            .min_by(|&a, &b| self.cands[a].mean.total_cmp(&self.cands[b].mean));
+        if let Some(i) = untried.or(confirm) {
+            return Some(self.cands[i].filters);
+        }
+        if self.since < RECHECK {
+            return None;
+        }
+        let k = self.cands.len();
+        for j in 0..k {
+            let i = (self.turn + j) % k;
+            if Some(i) != cur && self.eligible(i) {
+                return Some(self.cands[i].filters);
+            }
+        }
+        None
+    }
+
+    /// A probe's result: a slice of `raw` bytes stored in `base` bytes through `base_filters`
+    /// and in `stored` bytes through `filters`. Returns true if the class switches chains.
+    pub(crate) fn record(
+        &mut self,
+        base_filters: Filters,
+        filters: Filters,
+        base: u64,
+        stored: u64,
+    ) -> bool {
+        self.since = 0;
+        if base_filters != self.current || base == 0 || stored == 0 {
+            // Measured against a chain the class has since left: not comparable any more.
+            return false;
+        }
+        let Some(i) = self.index(filters) else { return false };
+        self.turn = (i + 1) % self.cands.len();
+        let d = (stored as f64 / base as f64).ln();
+        let c = &mut self.cands[i];
+        // Forgetting: a recheck weighs as much as the whole past, so a change in the data
+        // shows within two probes.
+        c.n = c.n.saturating_add(1);
+        let w = if c.n <= CONFIRM { 1.0 / f64::from(c.n) } else { 0.5 };
+        c.mean += w * (d - c.mean);
+        let gain = (1.0 - MIN_GAIN).ln();
+        let confirmed = c.pending && d <= gain && c.mean <= gain;
+        c.pending = d <= gain && !confirmed;
+        if confirmed && c.n >= CONFIRM {
+            self.adopt(i);
+            return true;
+        }
+        false
+    }
+
+    /// Make candidate `i` the current chain: every other candidate's figures are rebased on it
+    /// (a difference of logarithms against the old chain, minus the new one's).
+    fn adopt(&mut self, i: usize) {
+        let shift = self.cands[i].mean;
+        for (j, c) in self.cands.iter_mut().enumerate() {
+            if j == i {
+                *c = Candidate { mean: 0.0, pending: false, ..*c };
+            } else if c.n > 0 {
+                c.mean -= shift;
+                c.pending = false;
+            }
+        }
+        // The old chain: as good as itself was, i.e. -shift against the new one.
+        if let Some(old) = self.index(self.current) {
+            let c = &mut self.cands[old];
+            *c = Candidate { n: CONFIRM, mean: -shift, pending: false, ..*c };
+        }
+        self.current = self.cands[i].filters;
+        self.switches += 1;
+        self.since = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(s: &str) -> Filters {
+        s.parse().unwrap()
+    }
+
+    /// Runs the chooser over `blocks` blocks whose slices store `size(filters)` bytes.
+    fn run(blocks: u64, size: impl Fn(Filters) -> u64, ch: &mut FilterChoice) -> u32 {
+        let mut probes = 0;
+        for _ in 0..blocks {
+            ch.tick();
+            if let Some(cand) = ch.due() {
+                probes += 1;
+                let cur = ch.current();
+                ch.record(cur, cand, size(cur), size(cand));
+            }
+        }
+        probes
+    }
+
+    #[test]
+    fn candidates_are_every_width_and_chain() {
+        let c = chains();
+        assert_eq!(c.len(), 10);
+        assert_eq!(c[0], Filters::NONE);
+        assert_eq!(c[1], f("shuffle:2"));
+        assert_eq!(c[5], f("delta:4,shuffle:4"));
+        assert_eq!(c[9], f("xor:8,shuffle:8"));
+    }
+
+    #[test]
+    fn adopts_the_chain_that_saves_most_on_pixel_like_data() {
+        // FITS-like 32-bit pixels: shuffle:4 saves 15 %, delta:4,shuffle:4 20 %, others less.
+        let size = |x: Filters| -> u64 {
+            match x.to_string().as_str() {
+                "shuffle:4" => 85_000,
+                "delta:4,shuffle:4" => 80_000,
+                "xor:4,shuffle:4" => 81_000,
+                "shuffle:2" => 95_000,
+                "shuffle:8" => 90_000,
+                _ => 100_000,
+            }
+        };
+        let mut ch = FilterChoice::new();
+        run(40, size, &mut ch);
+        assert_eq!(ch.current(), f("delta:4,shuffle:4"));
+        // It stays there: the rechecks do not make it wander.
+        run(2000, size, &mut ch);
+        assert_eq!(ch.current(), f("delta:4,shuffle:4"));
+        assert!(ch.switches() <= 2, "{} switches", ch.switches());
+    }
+
+    #[test]
+    fn text_keeps_no_filters_for_three_probes_and_rare_rechecks() {
+        // Every filter makes text worse.
+        let size = |x: Filters| if x.is_empty() { 50_000 } else { 60_000 };
+        let mut ch = FilterChoice::new();
+        let first = run(10, size, &mut ch);
+        assert_eq!(first, 3, "one plain shuffle per width");
+        let later = run(1000, size, &mut ch);
+        assert_eq!(ch.current(), Filters::NONE);
+        assert!(later <= 1000 / RECHECK as u32 + 1, "{later} probes in 1000 blocks");
+    }
+
+    #[test]
+    fn a_gain_below_the_threshold_or_on_one_slice_only_is_not_taken() {
+        let mut ch = FilterChoice::new();
+        // 1 % better: not worth a filter pass.
+        run(500, |x| if x.is_empty() { 100_000 } else { 99_000 }, &mut ch);
+        assert_eq!(ch.current(), Filters::NONE);
+        // One good slice, then a bad one: not confirmed.
+        let mut ch = FilterChoice::new();
+        let cand = ch.due().unwrap();
+        assert!(!ch.record(Filters::NONE, cand, 100_000, 70_000));
+        assert!(!ch.record(Filters::NONE, cand, 100_000, 101_000));
+        assert_eq!(ch.current(), Filters::NONE);
+    }
+
+    #[test]
+    fn finds_its_way_back_when_the_data_changes() {
+        let mut ch = FilterChoice::new();
+        run(100, |x| if x == f("shuffle:2") { 70_000 } else { 100_000 }, &mut ch);
+        assert_eq!(ch.current(), f("shuffle:2"));
+        // Now the shuffle hurts: no filters stores least again.
+        run(3000, |x| if x.is_empty() { 70_000 } else { 100_000 }, &mut ch);
+        assert_eq!(ch.current(), Filters::NONE);
+    }
+
+    #[test]
+    fn a_probe_against_a_chain_left_since_is_ignored() {
+        let mut ch = FilterChoice::new();
+        assert!(!ch.record(f("shuffle:8"), f("shuffle:4"), 100, 10));
+        assert!(!ch.record(Filters::NONE, f("shuffle:4"), 0, 10));
+        assert_eq!(ch.current(), Filters::NONE);
+    }
+}
