@@ -103,7 +103,9 @@ pub(crate) struct CompressArgs {
     /// integers, xor:N the XOR of consecutive N-byte words (N 1, 2, 4, 8). E.g. delta:4 for u32
     /// counters; delta:8,shuffle:8 or xor:8,shuffle:8 for f64 fields (see docs/FILTERS.md).
     /// With --codec none the frames keep the filtered bytes. delta and xor need a reader of
-    /// adz format 1.1 or later.
+    /// adz format 1.1 or later. Without --filter (or a filters=/dtype= hint) the adaptive
+    /// strategies choose filters per kind of data by measurement; --hint filters=none turns
+    /// that off.
     #[arg(long = "filter", value_name = "LIST", value_delimiter = ',', value_parser = sizing::parse_filter)]
     pub(crate) filters: Vec<FilterSpec>,
     /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use adz_format::CodecSpec;
+use adz_format::{CodecSpec, Filters};
 
 use crate::controller::{
     BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
@@ -41,6 +41,8 @@ pub struct ClassedController {
     probe_start: [bool; MAX_CLASSES],
     /// Classes whose controller, once created, starts at this rung.
     start_of: [Option<CodecSpec>; MAX_CLASSES],
+    /// Classes whose controller, once created, starts with these filters.
+    filters_of: [Option<Filters>; MAX_CLASSES],
     /// Raw bytes decided per class, decaying with a half-life of [`SHARE_MEMORY`] bytes.
     bytes: [f64; MAX_CLASSES],
     /// Mean length, in blocks, of a class's runs of consecutive blocks (0: none yet).
@@ -81,6 +83,7 @@ impl ClassedController {
             last_class: 0,
             probe_start: [false; MAX_CLASSES],
             start_of: [None; MAX_CLASSES],
+            filters_of: [None; MAX_CLASSES],
             bytes: [0.0; MAX_CLASSES],
             run_mean: [0.0; MAX_CLASSES],
             run: 0,
@@ -98,6 +101,9 @@ impl ClassedController {
             }
             if self.probe_start[class] {
                 fork.start_incompressible();
+            }
+            if let Some(f) = self.filters_of[class] {
+                fork.set_filters(f);
             }
             self.inner[class] = Some(fork);
         }
@@ -131,6 +137,16 @@ impl ClassedController {
         self.start_of[class] = Some(rung);
         if let Some(c) = &mut self.inner[class] {
             c.set_start(rung);
+        }
+    }
+
+    /// Start the filters of `class`'s controller at `filters`, now or when the class's first
+    /// block comes (see [`Controller::set_filters`]).
+    pub fn set_filters_of(&mut self, class: u8, filters: Filters) {
+        let class = (class as usize).min(MAX_CLASSES - 1);
+        self.filters_of[class] = Some(filters);
+        if let Some(c) = &mut self.inner[class] {
+            c.set_filters(filters);
         }
     }
 
@@ -412,6 +428,10 @@ impl Control for ClassedController {
 
     fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
         ClassedController::set_start_of(self, class, rung)
+    }
+
+    fn set_filters_of(&mut self, class: u8, filters: Filters) {
+        ClassedController::set_filters_of(self, class, filters)
     }
 
     fn start_incompressible(&mut self, class: u8) {

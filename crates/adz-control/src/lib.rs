@@ -125,9 +125,9 @@ pub use adz_format::{CodecSpec, FilterSpec, Filters};
 pub use crate::classed::{new_control, ClassedController, MAX_CLASSES};
 pub use crate::classify::{classify, entropy};
 pub use crate::controller::{
-    BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision, LinkEstimate,
-    Mode, Reason, ShadowMeasurement, SinkMeasurement, Status, FILTER_PROBE_BYTES, INITIAL_LEVEL,
-    KEEP_THRESHOLD, RATIO_TIE, SHADOW_BYTES,
+    start_filters, BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
+    LinkEstimate, Mode, Reason, ShadowMeasurement, SinkMeasurement, Status, FILTER_PROBE_BYTES,
+    INITIAL_LEVEL, KEEP_THRESHOLD, RATIO_TIE, SHADOW_BYTES,
 };
 pub use crate::error::{Error, Result};
 pub use crate::hint::{Dtype, Hint};

@@ -1,4 +1,4 @@
-//! The adaptive strategies choose a class's filters by probes (docs/decisions/0058): driven
+//! The adaptive strategies choose a class's filters by probes (docs/decisions/0059): driven
 //! like a pipeline drives the controller, with shadow measurements whose sizes depend on the
 //! filters, the controller settles on the chain that stores least; hints and static
 //! strategies keep their own filters and get no probes.

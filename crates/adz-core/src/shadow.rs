@@ -4,6 +4,8 @@
 
 use adz_control::{Decision, ShadowMeasurement, FILTER_PROBE_BYTES, SHADOW_BYTES};
 
+use adz_format::{CodecSpec, Filters};
+
 use crate::FrameEncoder;
 
 /// Measure `d.shadow` against `d.codec` on the middle [`SHADOW_BYTES`] of `block` (all of a
@@ -40,6 +42,30 @@ pub(crate) fn measure(
         base_cpu,
         stored,
         cpu,
+    })
+}
+
+/// Bytes of a class's data the start's choice of filters compresses through each candidate:
+/// more than a probe's slice, since it decides without a second look.
+pub(crate) const START_FILTER_BYTES: usize = 64 << 10;
+
+/// The filters a class whose data `bytes` are starts with, at rung `codec`
+/// ([`adz_control::start_filters`] on the middle [`START_FILTER_BYTES`] of `bytes`).
+pub(crate) fn start_filters(
+    encoder: &mut FrameEncoder,
+    scratch: &mut Vec<u8>,
+    bytes: &[u8],
+    codec: CodecSpec,
+) -> Filters {
+    if codec == CodecSpec::NONE || bytes.is_empty() {
+        return Filters::NONE;
+    }
+    let len = bytes.len().min(START_FILTER_BYTES);
+    let from = (bytes.len() - len) / 2;
+    let slice = &bytes[from..from + len];
+    adz_control::start_filters(|filters| {
+        let (header, ..) = encoder.encode_at(slice, 0, codec, filters, 1.0, scratch, 0).ok()?;
+        Some(u64::from(header.stored_len))
     })
 }
 
@@ -113,5 +139,25 @@ mod tests {
         let m = measure(&mut enc, &mut scratch, &block, &d).unwrap();
         assert_eq!(m.stored, m.base_stored);
         assert_eq!(m.raw_len, SHADOW_BYTES as u64);
+    }
+
+    #[test]
+    fn the_start_filters_of_pixels_and_of_text() {
+        let mut s = 9u64;
+        let pixels: Vec<u8> = (0u32..(1 << 16))
+            .flat_map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let smooth = 70_000.0 + 3_000.0 * (f64::from(i) / 300.0).sin();
+                (smooth as u32 + (s >> 56) as u32).to_le_bytes()
+            })
+            .collect();
+        let text: Vec<u8> =
+            b"Shadows and probes: the controller measures what it does not use.\n".repeat(4000);
+        let (mut enc, mut scratch) = (FrameEncoder::new(), Vec::new());
+        let zstd1: CodecSpec = "zstd:1".parse().unwrap();
+        let f = start_filters(&mut enc, &mut scratch, &pixels, zstd1);
+        assert!(f.iter().any(|x| x.to_string() == "shuffle:4"), "{f}");
+        assert_eq!(start_filters(&mut enc, &mut scratch, &text, zstd1), Filters::NONE);
+        assert_eq!(start_filters(&mut enc, &mut scratch, &pixels, CodecSpec::NONE), Filters::NONE);
     }
 }

@@ -90,7 +90,7 @@ pub struct ControllerConfig {
     pub serial: bool,
     /// Adaptive strategies choose each class's byte filters (shuffle, delta, xor by element
     /// width) by measurement, when no `filters=` or `dtype=` hint names them (see
-    /// [`Decision::shadow_filters`](crate::Decision::shadow_filters); docs/decisions/0058).
+    /// [`Decision::shadow_filters`](crate::Decision::shadow_filters); docs/decisions/0059).
     /// Default true.
     pub auto_filters: bool,
 }

@@ -1,6 +1,6 @@
 //! The [`Control`] trait: everything a pipeline asks of a controller.
 
-use adz_format::CodecSpec;
+use adz_format::{CodecSpec, Filters};
 
 use super::{
     BlockContext, BlockMeasurement, Controller, Decision, ShadowMeasurement, SinkMeasurement,
@@ -42,6 +42,11 @@ pub trait Control {
     fn set_start_of(&mut self, class: u8, rung: CodecSpec) {
         let _ = class;
         self.set_start(rung);
+    }
+    /// Start `class`'s filters at `filters` (see [`Controller::set_filters`]), now or when its
+    /// first block comes. By default ignored.
+    fn set_filters_of(&mut self, class: u8, filters: Filters) {
+        let _ = (class, filters);
     }
     /// Start `class` in probe mode, as if its data had already proved incompressible (see
     /// [`Controller::start_incompressible`]).
@@ -93,6 +98,9 @@ impl Control for Controller {
     }
     fn start_incompressible(&mut self, _class: u8) {
         Controller::start_incompressible(self)
+    }
+    fn set_filters_of(&mut self, _class: u8, filters: Filters) {
+        Controller::set_filters(self, filters)
     }
 }
 
@@ -147,5 +155,27 @@ mod tests {
         assert_eq!(c.next_block(&ctx(4)).reason, Reason::Incompressible);
         assert_eq!(c.status_of(4).mode, Mode::Probe);
         assert_eq!(c.status_of(2).rung, zstd3);
+    }
+
+    #[test]
+    fn a_classed_controller_starts_each_class_with_its_filters() {
+        let zstd3: CodecSpec = "zstd:3".parse().unwrap();
+        let shuffle4: Filters = "shuffle:4".parse().unwrap();
+        let mut c: Box<dyn Control + Send> = Box::new(ClassedController::new(cfg()));
+        c.set_start(zstd3);
+        c.set_filters_of(3, shuffle4);
+        assert_eq!(c.next_block(&ctx(3)).filters, shuffle4);
+        assert_eq!(c.next_block(&ctx(2)).filters, Filters::NONE, "other classes: none");
+        assert_eq!(c.status_of(3).filters, shuffle4);
+        // A hint that names the filters wins.
+        let none = [crate::Hint::Filters(Filters::NONE)];
+        let hinted = BlockContext { hints: &none, ..ctx(3) };
+        assert_eq!(c.next_block(&hinted).filters, Filters::NONE);
+        // A static strategy applies only the filters a user names.
+        let mut s: Box<dyn Control + Send> = Box::new(ClassedController::new(
+            ControllerConfig::new(Strategy::Static(zstd3), Link::Auto, 2),
+        ));
+        s.set_filters_of(3, shuffle4);
+        assert_eq!(s.next_block(&ctx(3)).filters, Filters::NONE);
     }
 }

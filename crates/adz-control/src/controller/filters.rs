@@ -1,6 +1,6 @@
 //! Filters chosen by measurement: which byte filters (shuffle, delta, xor by element width) a
 //! class's blocks go through before the codec, learned from shadow probes on slices of its
-//! own blocks (docs/decisions/0058-filters-chosen-by-measurement.md).
+//! own blocks (docs/decisions/0059-filters-chosen-by-measurement.md).
 //!
 //! A probe compresses one slice of a block with the block's codec twice, through the class's
 //! current filters and through a candidate chain, and reports both sizes. The chooser keeps,
@@ -69,6 +69,36 @@ fn chains() -> Vec<Filters> {
     out
 }
 
+/// The chain to start a class with, from one slice of its data: `size(chain)` is the slice's
+/// stored bytes through `chain` at the class's start rung (None: it could not be measured).
+/// The probes' search on one larger slice: the plain shuffles, and the delta and xor chains of
+/// the widths whose shuffle saved; the chain that stores least, if it saves at least
+/// [`MIN_GAIN`] over no filter, else none. The probes then go on from it as from any choice.
+pub fn start_filters(mut size: impl FnMut(Filters) -> Option<u64>) -> Filters {
+    let Some(base) = size(Filters::NONE).filter(|&b| b > 0) else { return Filters::NONE };
+    let mut best = (Filters::NONE, base);
+    let mut shuffle_saved = false;
+    for (i, chain) in chains().into_iter().enumerate().skip(1) {
+        let shuffle = (i - 1) % 3 == 0;
+        if !shuffle && !shuffle_saved {
+            continue;
+        }
+        let Some(s) = size(chain) else { continue };
+        if shuffle {
+            shuffle_saved = s < base;
+        }
+        if s < best.1 {
+            best = (chain, s);
+        }
+    }
+    let saves = best.1 as f64 <= base as f64 * (1.0 - MIN_GAIN);
+    if saves {
+        best.0
+    } else {
+        Filters::NONE
+    }
+}
+
 impl Default for FilterChoice {
     fn default() -> Self {
         FilterChoice::new()
@@ -82,6 +112,15 @@ impl FilterChoice {
             .map(|filters| Candidate { filters, n: 0, mean: 0.0, pending: false })
             .collect();
         FilterChoice { current: Filters::NONE, cands, since: 0, turn: 0, switches: 0 }
+    }
+
+    /// Start from `filters` (see [`start_filters`]): what the candidates were measured
+    /// against is forgotten, so the probes try them again, "none" among them.
+    pub(crate) fn start_with(&mut self, filters: Filters) {
+        if self.index(filters).is_none() || self.switches > 0 {
+            return;
+        }
+        *self = FilterChoice { current: filters, ..FilterChoice::new() };
     }
 
     /// The filters the class's blocks go through now.
@@ -283,6 +322,33 @@ mod tests {
         assert_eq!(ch.current(), f("shuffle:2"));
         // Now the shuffle hurts: no filters stores least again.
         run(3000, |x| if x.is_empty() { 70_000 } else { 100_000 }, &mut ch);
+        assert_eq!(ch.current(), Filters::NONE);
+    }
+
+    #[test]
+    fn the_start_takes_the_chain_that_stores_least_on_one_slice() {
+        let mut asked = Vec::new();
+        let mut pixels = |x: Filters| {
+            asked.push(x);
+            Some(match x.to_string().as_str() {
+                "shuffle:4" => 850,
+                "xor:4,shuffle:4" => 790,
+                "delta:4,shuffle:4" => 800,
+                _ => 1000,
+            })
+        };
+        assert_eq!(start_filters(&mut pixels), f("xor:4,shuffle:4"));
+        // Widths whose shuffle did not save get no delta or xor: 1 + 3 shuffles + 2.
+        assert_eq!(asked.len(), 6, "{asked:?}");
+        // Text: nothing saves; 1 % is not enough; nothing measurable: none.
+        assert_eq!(start_filters(|x| Some(if x.is_empty() { 1000 } else { 1100 })), Filters::NONE);
+        assert_eq!(start_filters(|x| Some(if x.is_empty() { 1000 } else { 990 })), Filters::NONE);
+        assert_eq!(start_filters(|_| None), Filters::NONE);
+        // A class started on a chain goes back to none if the probes say so.
+        let mut ch = FilterChoice::new();
+        ch.start_with(f("shuffle:8"));
+        assert_eq!(ch.current(), f("shuffle:8"));
+        run(200, |x| if x.is_empty() { 700 } else { 1000 }, &mut ch);
         assert_eq!(ch.current(), Filters::NONE);
     }
 

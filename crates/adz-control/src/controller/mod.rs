@@ -26,6 +26,7 @@ pub use self::config::{ControllerConfig, INITIAL_LEVEL, KEEP_THRESHOLD};
 pub use self::control::Control;
 use self::decide::Lane;
 pub use self::decide::RATIO_TIE;
+pub use self::filters::start_filters;
 use self::filters::FilterChoice;
 pub use self::link::LinkEstimate;
 use self::link::LinkMeter;
@@ -185,6 +186,13 @@ impl Controller {
         let ok = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
         self.path_prior = ok(cpu).or(self.path_prior);
         self.serial_prior = ok(serial).or(self.serial_prior);
+    }
+
+    /// Start this class's filters at `filters` (a sampling predictor's choice, see
+    /// [`crate::start_filters`]); the probes go on from there. Ignored once a probe has
+    /// changed them.
+    pub fn set_filters(&mut self, filters: Filters) {
+        self.filters.start_with(filters);
     }
 
     /// Set the start rung (e.g. from a sampling predictor). It is held until the first

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use adz_control::{classify, Hint, Link, Strategy};
+use adz_format::CodecSpec;
 
 use super::options::{Predict, WriteOptions};
 use super::shared::{lock, Job, Shared};
@@ -176,6 +177,8 @@ impl Start {
         let classes = sampled_classes(&held, sample);
         if let Some(p) = &prediction {
             set_start(shared, p, &classes);
+            let firsts = sample.slices.iter().map(|(_, s)| (classify(s), s.as_slice()));
+            start_filters(shared, p, firsts.chain(held.iter().map(|j| (j.class, j.data.bytes()))));
         }
         let seen = classes.iter().fold(0u32, |m, &c| m | 1 << (c as usize).min(31));
         let (allowance, spent) =
@@ -237,6 +240,10 @@ impl Start {
             } else {
                 d.controller.set_start_of(job.class, p.start);
             }
+            drop(d);
+            let t0 = Instant::now();
+            start_filters(shared, &p, std::iter::once((job.class, bytes)));
+            pc.spent += t0.elapsed().as_secs_f64();
         }
     }
 }
@@ -271,6 +278,33 @@ fn sampled_classes(held: &[Job], sample: &Sample) -> Vec<u8> {
     classes.sort_unstable();
     classes.dedup();
     classes
+}
+
+/// Start each class's filters from the first of its `slices` (class, bytes), compressed at the
+/// predicted start (docs/decisions/0059): nothing when the prediction found nothing to
+/// compress, or for an adaptive strategy's controller whose filters a hint names (it ignores
+/// them).
+fn start_filters<'a>(
+    shared: &Shared,
+    p: &Prediction,
+    slices: impl Iterator<Item = (u8, &'a [u8])>,
+) {
+    if p.incompressible || p.start == CodecSpec::NONE {
+        return;
+    }
+    let (mut encoder, mut scratch) = (crate::FrameEncoder::new(), Vec::new());
+    let mut done = 0u32;
+    for (class, bytes) in slices {
+        let bit = 1u32 << (class as usize).min(31);
+        if done & bit != 0 {
+            continue;
+        }
+        done |= bit;
+        let f = crate::shadow::start_filters(&mut encoder, &mut scratch, bytes, p.start);
+        if !f.is_empty() {
+            lock(&shared.dispatch).controller.set_filters_of(class, f);
+        }
+    }
 }
 
 /// Start the controller where `p` says, for the data `classes` sampled.
