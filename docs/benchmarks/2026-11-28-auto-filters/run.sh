@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016  # the wrappers' $1 and $@ are theirs, expanded when they run
 # S1 with the filters chosen by measurement (decision 0059) against S1 with
 # `--hint filters=none` and static zstd:3, one binary, side by side (adz-bench ab).
 # Usage: run.sh ADZ OUT.csv [ROUNDS]   (inputs: the real corpus in /dev/shm/real and the
