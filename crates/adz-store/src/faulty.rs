@@ -232,6 +232,12 @@ impl<S: Storage> Storage for Faulty<S> {
     fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
         self.call("list", prefix, |s| s.list_with_delimiter(prefix))
     }
+
+    /// Forwarded as one store call: transient faults apply, upload faults do not (a copy
+    /// sends no bytes through an upload).
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        self.call("copy", from, |s| s.copy(from, to))
+    }
 }
 
 #[derive(Debug)]
