@@ -43,7 +43,7 @@ mod write;
 
 use dataset::*;
 pub(crate) use frames::Counters;
-use frames::{Frames, Seq};
+use frames::{Frames, NextPart, Seq};
 use namespace::*;
 use read::*;
 pub(crate) use source::S3Source;
