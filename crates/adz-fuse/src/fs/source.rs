@@ -124,6 +124,7 @@ pub(crate) struct S3Source {
 fn store_errno(e: &adz_core::store::Error) -> Errno {
     use adz_core::store::Error as E;
     match e {
+        e if e.is_storage_full() => Errno::ENOSPC,
         E::NotFound { .. } => Errno::ENOENT,
         E::AlreadyExists { .. } => Errno::EEXIST,
         E::InvalidName { .. } => Errno::EINVAL,
