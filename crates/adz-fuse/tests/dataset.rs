@@ -279,3 +279,43 @@ fn a_later_commit_shows_after_the_name_cache_and_an_open_handle_keeps_its_versio
     assert_eq!(fs::metadata(&ds).unwrap().len(), v2.len() as u64);
     assert!(fs::read(&ds).unwrap() == v2);
 }
+
+#[test]
+fn read_ahead_goes_on_into_the_next_part() {
+    use std::io::Read;
+    let _serial = serial();
+    const FRAME: usize = 64 << 10;
+    // Three parts of 8 frames each; a window of 16 frames.
+    let parts: Vec<Vec<u8>> = (0..3).map(|i| data(8 * FRAME, 60 + i)).collect();
+    let mut o = common::test_options();
+    o.cache_bytes = 8 << 20;
+    o.read_ahead_bytes = 1 << 20;
+    let mut all = Vec::new();
+    let Some(m) = Mounted::with(o, |src| {
+        let store = LocalStorage::new(src).unwrap();
+        all = write_parts(&store, "ds", &parts, 0);
+        Dataset::commit(&store, "ds", None).unwrap();
+    }) else {
+        return;
+    };
+    let mut f = File::open(m.mnt.join("ds")).unwrap();
+    // Part 0's first 4 frames, then a wait: the window covers part 0's other 4 frames and
+    // then part 1's 8. The old read-ahead stopped at part 0's end (at most 4 frames).
+    let mut head = vec![0; 4 * FRAME];
+    f.read_exact(&mut head).unwrap();
+    assert!(head == all[..4 * FRAME]);
+    let start = std::time::Instant::now();
+    while m.stats().frames_read_ahead < 12 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let s = m.stats();
+    assert!(s.frames_read_ahead >= 8, "frames of part 1 were read ahead: {s:?}");
+    let mut rest = Vec::new();
+    f.read_to_end(&mut rest).unwrap();
+    assert!(rest == all[4 * FRAME..]);
+    let s = m.stats();
+    assert_eq!(s.frames_decoded + s.frames_read_ahead, 24, "each frame once: {s:?}");
+    // The reads of part 1 continued the sequence: part 2 was read ahead as well.
+    assert!(s.frames_read_ahead >= 16, "{s:?}");
+}

@@ -47,12 +47,17 @@ impl S3Mounted {
     fn new(test: &str, fill: impl FnOnce(&dyn Storage, &str)) -> Option<S3Mounted> {
         let (store, prefix) = store(test)?;
         fill(&*store, &prefix);
+        Some(S3Mounted::over(store, prefix))
+    }
+
+    /// `prefix` of `store` (a decorator of the bucket's store, say) mounted.
+    fn over(store: Arc<dyn Storage>, prefix: String) -> S3Mounted {
         let dir = tempfile::tempdir().unwrap();
         let mnt = dir.path().join("mnt");
         fs::create_dir(&mnt).unwrap();
         let mut m = S3Mounted { store, prefix, dir, mnt, mount: None };
         m.remount();
-        Some(m)
+        m
     }
 
     fn options(&self) -> adz_fuse::MountOptions {
@@ -328,6 +333,27 @@ fn rename_unlink_mkdir_and_rmdir_work_on_prefixes() {
 }
 
 #[test]
+fn a_rename_copies_inside_the_server_not_through_the_daemon() {
+    let _serial = common::serial();
+    let Some((s3, prefix)) = store("server-copy") else { return };
+    let counted = Arc::new(adz_store::Counting::new(s3));
+    let stats = counted.stats_handle();
+    let raw = common::noise(24 << 20, 5);
+    let stored = adz_bytes(&raw, 1 << 20);
+    counted.put(&format!("{prefix}big.adz"), &stored).unwrap();
+    let m = S3Mounted::over(Arc::clone(&counted) as Arc<dyn Storage>, prefix);
+    assert_eq!(ls(&m.mnt), ["big"]);
+    let before = stats.snapshot();
+    fs::rename(m.mnt.join("big"), m.mnt.join("moved")).unwrap();
+    let moved = stats.snapshot().since(&before);
+    // The old code read the object in 8 MiB ranges into a new upload.
+    assert_eq!(moved.bytes_written, 0, "{moved:?}");
+    assert!(moved.bytes_read < stored.len() as u64 / 100, "{moved:?}");
+    assert_eq!(m.names(), ["moved.adz"]);
+    assert_eq!(m.decode("moved.adz"), raw);
+}
+
+#[test]
 fn a_damaged_frame_fails_only_its_own_reads_with_eio() {
     let _serial = common::serial();
     let raw = data(64 << 10 << 3, 5); // 8 frames of 64 KiB
@@ -410,12 +436,7 @@ fn a_lookup_lists_one_level_of_the_bucket() {
     for i in 0..300 {
         counted.put(&format!("{prefix}big/sub{}/o{i}", i % 3), b"o").unwrap();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    let store: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
-    let mut m = S3Mounted { store, prefix, dir, mnt, mount: None };
-    m.remount();
+    let m = S3Mounted::over(Arc::clone(&counted) as Arc<dyn Storage>, prefix);
     counted.keys_listed.store(0, Relaxed);
     assert_eq!(fs::read(m.mnt.join("big/x")).unwrap(), raw);
     assert_eq!(ls(&m.mnt.join("big")), ["sub0", "sub1", "sub2", "x"]);

@@ -18,14 +18,14 @@ use common::{data, serial};
 /// counts the keys its listings return.
 type OneLevel = common::KeyCounter<MemoryStorage>;
 
-struct StoreMounted {
-    store: Arc<OneLevel>,
+struct StoreMounted<S = OneLevel> {
+    store: Arc<S>,
     _dir: tempfile::TempDir,
     mnt: PathBuf,
     mount: Option<adz_fuse::Mount>,
 }
 
-impl Drop for StoreMounted {
+impl<S> Drop for StoreMounted<S> {
     fn drop(&mut self) {
         if let Some(m) = self.mount.take() {
             if m.unmount().is_err() {
@@ -37,10 +37,13 @@ impl Drop for StoreMounted {
 
 /// `store`'s prefix `run/` mounted (as `s3://mem/run`).
 fn mount(store: OneLevel) -> Option<StoreMounted> {
+    mount_any(Arc::new(store))
+}
+
+fn mount_any<S: Storage + 'static>(store: Arc<S>) -> Option<StoreMounted<S>> {
     if !common::fuse_available() {
         return None;
     }
-    let store = Arc::new(store);
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("mnt");
     fs::create_dir(&mnt).unwrap();
@@ -131,4 +134,49 @@ fn a_committed_dataset_in_an_object_store_is_one_read_only_file() {
     all.extend_from_slice(&tail);
     assert_eq!(fs::metadata(&ds).unwrap().len(), all.len() as u64);
     assert!(fs::read(&ds).unwrap() == all);
+}
+
+/// A full store (adz-store's fault injection, as MinIO's 507 `XMinioStorageFull`): a stream
+/// and a staged change each fail with ENOSPC, not EIO, at the write or at the close, and the
+/// old object stays whole; with room again the same file commits.
+#[test]
+fn a_full_store_fails_writes_with_enospc_and_keeps_the_old_version() {
+    use adz_core::store::{FaultPlan, Faulty};
+    use std::io::Write;
+    let _serial = serial();
+    let store = Faulty::pass_through(MemoryStorage::new());
+    let old = data(300_000, 21);
+    store.put("run/f.adz", &common::adz_bytes(&old, 64 << 10)).unwrap();
+    let Some(m) = mount_any(Arc::new(store)) else { return };
+    let f = m.mnt.join("f");
+    assert!(fs::read(&f).unwrap() == old);
+    m.store.set_plan(FaultPlan::new().storage_full_after(0));
+
+    // The errors of `write` and of `close` (a commit), as an application sees them.
+    let attempt = |file: File, write: &dyn Fn(&File) -> std::io::Result<()>| {
+        let wrote = write(&file);
+        // A drop would not say how the close went.
+        let closed = nix::unistd::close(file).map_err(std::io::Error::from);
+        let errors: Vec<_> = [wrote.err(), closed.err()].into_iter().flatten().collect();
+        assert!(!errors.is_empty(), "a write to a full store must fail");
+        for e in errors {
+            assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        }
+    };
+    // A new version streamed from offset 0.
+    let new = data(2_000_000, 22);
+    let file = fs::OpenOptions::new().write(true).truncate(true).open(&f).unwrap();
+    attempt(file, &|mut file: &File| new.chunks(128 << 10).try_for_each(|c| file.write_all(c)));
+    assert!(fs::read(&f).unwrap() == old, "the old version reads whole");
+    // A change in the middle: staged, compressed into a new upload at the close.
+    let file = fs::OpenOptions::new().write(true).open(&f).unwrap();
+    attempt(file, &|file: &File| file.write_all_at(b"changed", 1000));
+    assert!(fs::read(&f).unwrap() == old, "the old version reads whole");
+    assert!(m.store.faults_injected() >= 2);
+    let stored = m.store.inner().get("run/f.adz").unwrap();
+    assert_eq!(stored, common::adz_bytes(&old, 64 << 10), "the old object is untouched");
+
+    m.store.set_plan(FaultPlan::new());
+    fs::write(&f, &new).unwrap();
+    assert!(fs::read(&f).unwrap() == new);
 }

@@ -34,6 +34,7 @@ pub fn run_all(store: &dyn Storage) {
     delete(store);
     list_prefix(store);
     list_with_delimiter(store);
+    copy(store);
     many_small_appends(store);
     concurrent_readers(store);
     concurrent_uploads(store);
@@ -333,6 +334,33 @@ pub fn list_prefix(store: &dyn Storage) {
     assert_eq!(sizes, [1, 2, 3, 4, 5, 6, 7]);
     clean(store, &p);
     assert!(names(store, &p).is_empty());
+}
+
+/// `copy` makes a second object with the same bytes, replaces one that was there, leaves the
+/// source, and fails with `NotFound` naming a missing source without creating the target.
+pub fn copy(store: &dyn Storage) {
+    let p = fresh_prefix(store, "copy");
+    let (a, b, c) = (format!("{p}a"), format!("{p}sub/b"), format!("{p}c"));
+    let data = pattern(200_000, 7);
+    store.put(&a, &data).expect("put");
+    store.copy(&a, &b).expect("copy");
+    assert_eq!(store.get(&b).expect("get the copy"), data);
+    assert_eq!(store.get(&a).expect("get the source"), data, "the source stays");
+
+    let other = pattern(1_000, 8);
+    store.put(&c, &other).expect("put");
+    store.copy(&c, &b).expect("copy over an object");
+    assert_eq!(store.get(&b).expect("get"), other, "the copy replaced the old object");
+    assert_eq!(store.size(&b).expect("size"), other.len() as u64);
+
+    store.copy(&a, &a).expect("copy onto itself");
+    assert_eq!(store.get(&a).expect("get"), data);
+
+    let missing = format!("{p}missing");
+    assert_not_found(store.copy(&missing, &format!("{p}d")), &missing);
+    assert_not_found(store.size(&format!("{p}d")), &format!("{p}d"));
+    assert_eq!(names(store, &p), [a, c, b]);
+    clean(store, &p);
 }
 
 /// `list_with_delimiter` lists one level: the objects directly below and each common prefix

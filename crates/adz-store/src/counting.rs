@@ -128,6 +128,12 @@ impl<S: Storage> Storage for Counting<S> {
     fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
         self.other(self.inner.list_with_delimiter(prefix))
     }
+
+    /// Counted as one call, no bytes read or written: the copy happens inside the store
+    /// (where the store has no server-side copy, its own reads and upload are not seen here).
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        self.other(self.inner.copy(from, to))
+    }
 }
 
 #[derive(Debug)]

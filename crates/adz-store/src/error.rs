@@ -155,6 +155,9 @@ pub enum RemoteKind {
     PermissionDenied,
     /// The bucket does not exist.
     NoSuchBucket,
+    /// The store has no room for the object: its disks are full or a quota is reached
+    /// (MinIO's HTTP 507 `XMinioStorageFull`, `XMinioAdminBucketQuotaExceeded`).
+    StorageFull,
     /// Anything else the server or the client reported.
     Other,
 }
@@ -186,6 +189,7 @@ impl std::fmt::Display for RemoteKind {
                 "access denied (wrong credentials, or no permission for this)"
             }
             RemoteKind::NoSuchBucket => "the bucket does not exist",
+            RemoteKind::StorageFull => "the store is full (no space left, or a quota reached)",
             RemoteKind::Other => "the request failed",
         })
     }
@@ -203,6 +207,18 @@ impl Error {
                 source.kind(),
                 io::ErrorKind::Interrupted | io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
             ),
+            _ => false,
+        }
+    }
+
+    /// Whether the store had no room for what was written: a remote store that said so
+    /// ([`RemoteKind::StorageFull`]) or a file system's `ENOSPC` or `EDQUOT`, also once retries
+    /// gave up on it. A program writing through a file system sees this as `ENOSPC`.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            Error::Remote { kind, .. } => *kind == RemoteKind::StorageFull,
+            Error::Io { source, .. } => io_is_storage_full(source),
+            Error::RetriesExhausted { last, .. } => last.is_storage_full(),
             _ => false,
         }
     }
@@ -259,6 +275,7 @@ impl From<Error> for io::Error {
                     io::ErrorKind::PermissionDenied
                 }
                 RemoteKind::NoSuchBucket => io::ErrorKind::NotFound,
+                RemoteKind::StorageFull => io::ErrorKind::StorageFull,
                 _ => io::ErrorKind::Other,
             },
             Error::Injected { .. } | Error::Generic { .. } | Error::RetriesExhausted { .. } => {
@@ -266,6 +283,19 @@ impl From<Error> for io::Error {
             }
         };
         io::Error::new(kind, err)
+    }
+}
+
+/// `ENOSPC`, `EDQUOT`, or an error of kind `StorageFull` without an OS code.
+pub(crate) fn io_is_storage_full(e: &io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    #[cfg(target_os = "linux")]
+    const EDQUOT: i32 = 122;
+    #[cfg(not(target_os = "linux"))]
+    const EDQUOT: i32 = 69;
+    match e.raw_os_error() {
+        Some(n) => n == ENOSPC || n == EDQUOT,
+        None => e.kind() == io::ErrorKind::StorageFull,
     }
 }
 
@@ -338,6 +368,7 @@ mod tests {
         assert!(!Error::NotFound { name: "a".into() }.is_transient());
         assert!(Error::io("read", "a", io::ErrorKind::TimedOut.into()).is_transient());
         assert!(!Error::io("read", "a", io::ErrorKind::StorageFull.into()).is_transient());
+        assert!(!remote(RemoteKind::StorageFull).is_transient());
         assert_eq!(
             remote(RemoteKind::Throttled).to_string(),
             r#"get "a": the server asked to slow down"#
@@ -353,6 +384,29 @@ mod tests {
         assert!(!gave_up.is_transient(), "a caller does not retry what a policy gave up on");
         assert_eq!(gave_up.to_string(), r#"get "a": gave up after 4 attempts in 1.5 s"#);
         assert_eq!(gave_up.source().unwrap().to_string(), r#"get "a": the server failed"#);
+    }
+
+    #[test]
+    fn storage_full() {
+        let full = Error::Remote {
+            kind: RemoteKind::StorageFull,
+            op: "put part",
+            name: "a".into(),
+            source: "HTTP 507 XMinioStorageFull".into(),
+        };
+        assert!(full.is_storage_full());
+        assert_eq!(io::Error::from(full).kind(), io::ErrorKind::StorageFull);
+        assert!(Error::io("append", "a", io::Error::from_raw_os_error(28)).is_storage_full());
+        assert!(!Error::io("append", "a", io::Error::from_raw_os_error(5)).is_storage_full());
+        let gave_up = Error::RetriesExhausted {
+            op: "put",
+            name: "a".into(),
+            attempts: 2,
+            elapsed: std::time::Duration::ZERO,
+            last: Box::new(Error::io("append", "a", io::ErrorKind::StorageFull.into())),
+        };
+        assert!(gave_up.is_storage_full());
+        assert!(!Error::Injected { what: "x".into() }.is_storage_full());
     }
 
     #[test]

@@ -27,6 +27,8 @@ use crate::{Error, ObjectMeta, RemoteKind, Result, Storage, Tail, Upload};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FaultPlan {
     fail_append_after: Option<u64>,
+    /// The append failures say that the store is full.
+    full: bool,
     torn_write_after: Option<u64>,
     fail_commit: bool,
     append_stall: Option<Duration>,
@@ -46,6 +48,16 @@ impl FaultPlan {
     /// still be committed or aborted.
     pub fn fail_append_after(mut self, bytes: u64) -> FaultPlan {
         self.fail_append_after = Some(bytes);
+        self
+    }
+
+    /// The store is full: as [`fail_append_after`](FaultPlan::fail_append_after) (`put`
+    /// too), but the failures are the [`Error::Remote`] of kind [`RemoteKind::StorageFull`]
+    /// that an object store answers when its disks are full or a quota is reached (MinIO's
+    /// 507 `XMinioStorageFull`). `storage_full_after(0)`: no upload can add a byte.
+    pub fn storage_full_after(mut self, bytes: u64) -> FaultPlan {
+        self.fail_append_after = Some(bytes);
+        self.full = true;
         self
     }
 
@@ -232,6 +244,12 @@ impl<S: Storage> Storage for Faulty<S> {
     fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
         self.call("list", prefix, |s| s.list_with_delimiter(prefix))
     }
+
+    /// Forwarded as one store call: transient faults apply, upload faults do not (a copy
+    /// sends no bytes through an upload).
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        self.call("copy", from, |s| s.copy(from, to))
+    }
 }
 
 #[derive(Debug)]
@@ -255,6 +273,14 @@ enum Trip {
 impl FaultyUpload {
     fn inject(&self, what: String) -> Error {
         self.injected.fetch_add(1, Ordering::Relaxed);
+        if self.plan.full {
+            return Error::Remote {
+                kind: RemoteKind::StorageFull,
+                op: "append",
+                name: self.name.clone(),
+                source: format!("injected: {what}: the store is full").into(),
+            };
+        }
         Error::Injected { what }
     }
 
@@ -381,6 +407,24 @@ mod tests {
         assert_eq!(upload.commit().unwrap(), 5);
         assert_eq!(disk.get("a").unwrap(), b"01234");
         assert_eq!(store.faults_injected(), 2);
+    }
+
+    #[test]
+    fn a_full_store_fails_appends_and_puts_as_storage_full() {
+        let disk = MemoryStorage::new();
+        disk.put("a", b"old").unwrap();
+        let store = Faulty::new(disk.clone(), FaultPlan::new().storage_full_after(2));
+        let full = |r: Result<()>| match r {
+            Err(e @ Error::Remote { kind: RemoteKind::StorageFull, .. }) => e,
+            other => panic!("expected StorageFull, got {other:?}"),
+        };
+        let mut upload = store.create("a").unwrap();
+        assert!(full(upload.append(b"new")).is_storage_full());
+        full(upload.append(b"x"));
+        upload.abort().unwrap();
+        full(store.put("a", b"new"));
+        assert_eq!(disk.get("a").unwrap(), b"old", "the old object stays");
+        assert_eq!(store.faults_injected(), 3);
     }
 
     #[test]

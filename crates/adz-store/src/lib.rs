@@ -175,6 +175,39 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn list_with_delimiter(&self, prefix: &str) -> Result<Listing> {
         Ok(Listing::group(prefix, self.list(prefix)?))
     }
+
+    /// Copies object `from` to `to`: `to` is replaced atomically, as by a commit, and `from`
+    /// stays. [`Error::NotFound`] naming `from` if there is no such object; a copy onto itself
+    /// changes nothing.
+    ///
+    /// Object stores copy inside the server (S3's `CopyObject`): no byte of the object passes
+    /// through this process. The default reads `from` in ranges of 8 MiB into an upload of
+    /// `to`; like the default [`get`](Storage::get) it is not atomic if `from` is replaced
+    /// meanwhile. Decorators forward it (decision 0058).
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        copy_through(self, from, to)
+    }
+}
+
+/// Bytes read per request by [`copy_through`].
+const COPY_CHUNK: u64 = 8 << 20;
+
+/// [`Storage::copy`] through this process: `from` read in ranges into an upload of `to`.
+pub(crate) fn copy_through<S: Storage + ?Sized>(store: &S, from: &str, to: &str) -> Result<()> {
+    let len = store.size(from)?;
+    if from == to {
+        return Ok(());
+    }
+    let mut upload = store.create(to)?;
+    let mut at = 0;
+    while at < len {
+        let end = (at + COPY_CHUNK).min(len);
+        // An error drops the upload, which aborts it: `to` stays as it was.
+        upload.append(&store.get_range(from, at..end)?)?;
+        at = end;
+    }
+    upload.commit()?;
+    Ok(())
 }
 
 /// One level of a listing, as returned by [`Storage::list_with_delimiter`].
@@ -361,6 +394,9 @@ macro_rules! forward_storage {
         fn list_with_delimiter(&self, prefix: &str) -> Result<Listing> {
             (**self).list_with_delimiter(prefix)
         }
+        fn copy(&self, from: &str, to: &str) -> Result<()> {
+            (**self).copy(from, to)
+        }
     };
 }
 
@@ -422,6 +458,26 @@ mod tests {
 
         assert!(matches!(store.get("missing"), Err(Error::NotFound { .. })));
         assert!(matches!(store.get_tail("missing", 1), Err(Error::NotFound { .. })));
+    }
+
+    #[test]
+    fn default_copy_reads_and_uploads_and_a_failure_leaves_the_target() {
+        let store = Minimal::default();
+        let data: Vec<u8> = (0..(COPY_CHUNK as usize + 1000)).map(|i| i as u8).collect();
+        store.put("a", &data).unwrap();
+        store.put("b", b"old").unwrap();
+        store.copy("a", "b").unwrap();
+        assert_eq!(store.get("b").unwrap(), data, "two ranges, one upload");
+        assert_eq!(store.creates.load(Ordering::Relaxed), 3);
+
+        let faulty = Faulty::new(MemoryStorage::new(), FaultPlan::new().fail_append_after(10));
+        faulty.inner().put("a", &data).unwrap();
+        faulty.inner().put("b", b"old").unwrap();
+        // Faulty forwards the copy to the memory store, which shares the bytes.
+        faulty.copy("a", "c").unwrap();
+        // Its default, through the faulty upload: the failure aborts, "b" stays.
+        assert!(matches!(copy_through(&faulty, "a", "b"), Err(Error::Injected { .. })));
+        assert_eq!(faulty.get("b").unwrap(), b"old");
     }
 
     #[test]

@@ -129,6 +129,14 @@ impl Storage for MemoryStorage {
             .map(|(name, bytes)| ObjectMeta::new(name.clone(), bytes.len() as u64))
             .collect())
     }
+
+    /// Shares the bytes: no copy, as an object store copies without sending them.
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        validate_name(to)?;
+        let bytes = self.get_shared(from)?;
+        self.write().insert(to.to_owned(), bytes);
+        Ok(())
+    }
 }
 
 /// An upload to a [`MemoryStorage`]: a private buffer until commit.

@@ -262,6 +262,11 @@ impl<S: Storage> Storage for Retrying<S> {
     fn list_with_delimiter(&self, prefix: &str) -> Result<crate::Listing> {
         self.run("list", prefix, |s| s.list_with_delimiter(prefix))
     }
+
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        // Repeating a copy writes the same object again.
+        self.run("copy", from, |s| s.copy(from, to))
+    }
 }
 
 #[cfg(test)]

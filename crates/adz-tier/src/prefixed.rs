@@ -51,6 +51,9 @@ impl<S: Storage> Storage for Prefixed<S> {
     fn delete(&self, name: &str) -> Result<()> {
         self.inner.delete(&self.full(name))
     }
+    fn copy(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.copy(&self.full(from), &self.full(to))
+    }
     fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         let mut out = self.inner.list(&self.full(prefix))?;
         for o in &mut out {

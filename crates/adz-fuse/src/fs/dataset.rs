@@ -177,7 +177,7 @@ impl AdzFs {
         };
         let mut out = Vec::with_capacity((end - off) as usize);
         let mut at = off;
-        for &i in &ds.nonempty[first..] {
+        for (j, &i) in ds.nonempty.iter().enumerate().skip(first) {
             if at >= end {
                 break;
             }
@@ -188,7 +188,16 @@ impl AdzFs {
             let to = end.min(p.offset + p.len);
             let r = self.dataset_part(ds, i)?;
             let shown = self.shown(&p.name);
-            let b = self.read_frames(&r, Some(seq), &shown, at - p.offset, (to - at) as u32)?;
+            // Read-ahead goes on into the next part (opened when the window reaches it).
+            let next = || self.dataset_part(ds, *ds.nonempty.get(j + 1)?).ok();
+            let b = self.read_frames(
+                &r,
+                Some(seq),
+                Some(&next),
+                &shown,
+                at - p.offset,
+                (to - at) as u32,
+            )?;
             if b.len() as u64 != to - at {
                 log::error!("{}: it ended early; it is not the part committed", shown.display());
                 return Err(Errno::EIO);

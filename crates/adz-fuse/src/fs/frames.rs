@@ -7,6 +7,10 @@
 //! next frames, up to the window, a few at a time in parallel (through the `Reader`'s threads),
 //! into the shared cache. Memory: the window is at most a quarter of the cache, at most
 //! [`MAX_WORKERS`] workers run, and each holds at most `threads` frames outside the cache.
+//!
+//! A dataset's parts are separate readers: where the window reaches past a part's end, the
+//! first frames of the next part are read ahead too, and a read that then starts the next part
+//! continues the sequence instead of starting a new one.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -41,11 +45,16 @@ pub(crate) struct Counters {
     pub(crate) stream_fallbacks: AtomicU64,
 }
 
+/// The next part of a dataset, for a read-ahead that reaches past a part's end.
+pub(super) type NextPart<'a> = &'a dyn Fn() -> Option<Arc<OpenReader>>;
+
 /// Where a handle's reads stand, for read-ahead.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Seq {
     /// The opened version these positions are in.
     reader: u64,
+    /// That version's reader, for the read-ahead worker.
+    current: Option<Arc<OpenReader>>,
     /// The furthest end of the sequence's reads.
     end: u64,
     /// Reads in a row that continued the sequence.
@@ -56,6 +65,9 @@ pub(super) struct Seq {
     running: bool,
     /// The first frame of the sequence not yet released (see [`Frames::after_read`]).
     behind: usize,
+    /// The next part of a dataset, where the window reaches past this one's end: its first
+    /// frames up to `.1` are to be read ahead, those before `.2` have been asked for.
+    following: Option<(Arc<OpenReader>, usize, usize)>,
 }
 
 pub(super) struct Frames {
@@ -147,7 +159,8 @@ impl Frames {
     }
 
     /// After a read of `off..end` (frames up to `frames_end`) through a handle: continue or
-    /// reset its sequence, and start read-ahead if it is sequential.
+    /// reset its sequence, and start read-ahead if it is sequential. `next`: the part after
+    /// `r` in a dataset.
     pub(super) fn after_read(
         self: &Arc<Frames>,
         r: &Arc<OpenReader>,
@@ -155,6 +168,7 @@ impl Frames {
         off: u64,
         end: u64,
         frames_end: usize,
+        next: Option<NextPart<'_>>,
     ) {
         if self.window == 0 {
             return;
@@ -163,7 +177,31 @@ impl Frames {
         let index = r.reader.index();
         let at = index.frames_for(off..off + 1).start;
         if s.reader != r.id {
-            *s = Seq { reader: r.id, behind: at, ..Seq::default() };
+            match s.following.take() {
+                // The sequence goes on into the part read ahead: keep its streak and what
+                // was asked for.
+                Some((p, want, next)) if p.id == r.id && off <= SLACK => {
+                    *s = Seq {
+                        reader: r.id,
+                        current: Some(p),
+                        streak: s.streak,
+                        next,
+                        want,
+                        running: s.running,
+                        ..Seq::default()
+                    };
+                }
+                // A worker still running picks the new reader up (and stops: nothing wanted).
+                _ => {
+                    *s = Seq {
+                        reader: r.id,
+                        current: Some(Arc::clone(r)),
+                        behind: at,
+                        running: s.running,
+                        ..Seq::default()
+                    }
+                }
+            }
         }
         let sequential = off <= s.end.saturating_add(SLACK) && end.saturating_add(SLACK) >= s.end;
         if sequential {
@@ -175,6 +213,7 @@ impl Frames {
             s.next = 0;
             s.want = 0;
             s.behind = at;
+            s.following = None;
         }
         if s.streak < 2 {
             return;
@@ -201,7 +240,23 @@ impl Frames {
         }
         s.want = s.want.max(want);
         s.next = s.next.max(frames_end);
-        if s.running || s.next >= s.want {
+        if want == entries.len() && bytes < self.window {
+            // The rest of the window goes to the next part's first frames.
+            if s.following.is_none() {
+                s.following = next.and_then(|f| f()).map(|p| (p, 0, 0));
+            }
+            if let Some((p, w, _)) = &mut s.following {
+                let e = p.reader.index().entries();
+                let mut k = 0;
+                while k < e.len() && bytes + u64::from(e[k].raw_len) <= self.window {
+                    bytes += u64::from(e[k].raw_len);
+                    k += 1;
+                }
+                *w = (*w).max(k);
+            }
+        }
+        let more = s.following.as_ref().is_some_and(|(_, w, n)| n < w);
+        if s.running || (s.next >= s.want && !more) {
             return;
         }
         if self.workers.fetch_add(1, Ordering::AcqRel) >= MAX_WORKERS {
@@ -209,38 +264,48 @@ impl Frames {
             return;
         }
         s.running = true;
-        let (frames, r, seq) = (Arc::clone(self), Arc::clone(r), Arc::clone(seq));
+        let (frames, seq) = (Arc::clone(self), Arc::clone(seq));
         let spawned = std::thread::Builder::new()
             .name("adz-read-ahead".to_owned())
-            .spawn(move || frames.read_ahead(&r, &seq));
+            .spawn(move || frames.read_ahead(&seq));
         if spawned.is_err() {
             s.running = false;
             self.workers.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
-    /// A read-ahead worker: decode the frames the sequence wants, a few at a time.
-    fn read_ahead(&self, r: &OpenReader, seq: &Mutex<Seq>) {
-        let chunk = match r.reader.options().threads {
-            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-            n => n,
-        }
-        .max(2);
+    /// A read-ahead worker: decode the frames the sequence wants, a few at a time, then those
+    /// of the next part.
+    fn read_ahead(&self, seq: &Mutex<Seq>) {
         loop {
-            let (from, to) = {
+            let (r, from, to) = {
                 let mut s = lock(seq);
-                if s.reader != r.id || s.next >= s.want {
-                    s.running = false;
-                    break;
+                let s = &mut *s;
+                let chunk = |r: &OpenReader| match r.reader.options().threads {
+                    0 => std::thread::available_parallelism().map_or(2, |n| n.get()).max(2),
+                    n => n.max(2),
+                };
+                match (&s.current, &mut s.following) {
+                    (Some(r), _) if s.next < s.want => {
+                        let from = s.next;
+                        s.next = (from + chunk(r)).min(s.want);
+                        (Arc::clone(r), from, s.next)
+                    }
+                    (_, Some((p, want, next))) if *next < *want => {
+                        let from = *next;
+                        *next = (from + chunk(p)).min(*want);
+                        (Arc::clone(p), from, *next)
+                    }
+                    _ => {
+                        s.running = false;
+                        break;
+                    }
                 }
-                let from = s.next;
-                s.next = (from + chunk).min(s.want);
-                (from, s.next)
             };
             let mut k = from;
             while k < to {
                 // A damaged frame is left to the read that needs it, which reports it.
-                match self.decode(r, k, to) {
+                match self.decode(&r, k, to) {
                     Some((run, res)) => {
                         if res.is_ok() {
                             self.counters
@@ -299,7 +364,7 @@ mod tests {
                     frames.decode(r, i, i + 1).unwrap().1.unwrap();
                 }
             }
-            frames.after_read(r, &seq, off, end, need.end);
+            frames.after_read(r, &seq, off, end, need.end, None);
             off = end;
         }
         (0..r.reader.index().entries().len())

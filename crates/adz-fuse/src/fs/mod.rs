@@ -43,7 +43,7 @@ mod write;
 
 use dataset::*;
 pub(crate) use frames::Counters;
-use frames::{Frames, Seq};
+use frames::{Frames, NextPart, Seq};
 use namespace::*;
 use read::*;
 pub(crate) use source::S3Source;
@@ -86,6 +86,35 @@ fn errno(e: &io::Error) -> Errno {
             _ => Errno::EIO,
         },
     }
+}
+
+/// The errno of a failed write or commit: `ENOSPC` where a cause says that the store (or the
+/// file system under it or under the spool) is full or over a quota, `EIO` otherwise.
+fn write_errno(e: &(dyn std::error::Error + 'static)) -> Errno {
+    use adz_core::store::Error as StoreError;
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.downcast_ref::<StoreError>().is_some_and(StoreError::is_storage_full) {
+            return Errno::ENOSPC;
+        }
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            let full = matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+            if full || io.kind() == io::ErrorKind::StorageFull {
+                return Errno::ENOSPC;
+            }
+            // A storage error carried inside an I/O error: its source() skips it.
+            if io.get_ref().is_some_and(|inner| write_errno(inner) == Errno::ENOSPC) {
+                return Errno::ENOSPC;
+            }
+        }
+        // The same for a shared cause (the write pipeline's): an Arc's source() skips it.
+        type Shared = Arc<dyn std::error::Error + Send + Sync>;
+        if e.downcast_ref::<Shared>().is_some_and(|inner| write_errno(&**inner) == Errno::ENOSPC) {
+            return Errno::ENOSPC;
+        }
+        cur = e.source();
+    }
+    Errno::EIO
 }
 
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {

@@ -396,7 +396,7 @@ impl fuser::Filesystem for AdzFs {
             let rel = lock(&self.state).path(ino.0)?;
             let (_, path, meta) = self.resolve(&rel)?;
             let r = self.reader_for(ino.0, &path, &meta)?;
-            self.read_frames(&r, seq.as_ref(), &path, offset, size)
+            self.read_frames(&r, seq.as_ref(), None, &path, offset, size)
         })();
         match r {
             Ok(d) => reply.data(&d),

@@ -105,11 +105,12 @@ impl AdzFs {
     }
 
     /// Read raw bytes of the current version, frame by frame through the shared cache;
-    /// `seq`: the handle's sequence, for read-ahead.
+    /// `seq`: the handle's sequence, for read-ahead; `next`: the next part of a dataset.
     pub(super) fn read_frames(
         &self,
         r: &Arc<OpenReader>,
         seq: Option<&Arc<Mutex<Seq>>>,
+        next: Option<NextPart<'_>>,
         path: &Path,
         off: u64,
         size: u32,
@@ -126,7 +127,7 @@ impl AdzFs {
             if let Some(data) = self.frames.get((r.id, frames.start)) {
                 let at = (off - entries[frames.start].raw_offset) as usize;
                 if let Some(seq) = seq {
-                    self.frames.after_read(r, seq, off, end, frames.end);
+                    self.frames.after_read(r, seq, off, end, frames.end, next);
                 }
                 return Ok(Bytes::Shared(data, at..at + (end - off) as usize));
             }
@@ -165,7 +166,7 @@ impl AdzFs {
             i = run.end;
         }
         if let Some(seq) = seq {
-            self.frames.after_read(r, seq, off, end, frames.end);
+            self.frames.after_read(r, seq, off, end, frames.end, next);
         }
         Ok(Bytes::Owned(out))
     }

@@ -17,9 +17,6 @@ pub(super) const DIR_MARKER: &str = ".adz-dir";
 /// through the mount drop it at once.
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
-/// Bytes copied per request when an object store renames (copies) an object.
-const COPY_CHUNK: u64 = 8 << 20;
-
 /// An opened version of a file, to know when the file changed: (device, inode, mtime s,
 /// mtime ns, size) locally, (0, 0, last-modified s, ns, size) for an object.
 pub(super) type Ident = (u64, u64, i64, i64, u64);
@@ -127,6 +124,7 @@ pub(crate) struct S3Source {
 fn store_errno(e: &adz_core::store::Error) -> Errno {
     use adz_core::store::Error as E;
     match e {
+        e if e.is_storage_full() => Errno::ENOSPC,
         E::NotFound { .. } => Errno::ENOENT,
         E::AlreadyExists { .. } => Errno::EEXIST,
         E::InvalidName { .. } => Errno::EINVAL,
@@ -311,20 +309,12 @@ impl S3Source {
         Ok(())
     }
 
-    /// Copy object `from` to `to` (a new upload, committed whole), `COPY_CHUNK` at a time.
-    pub(super) fn copy(&self, from: &str, to: &str, len: u64) -> Result<(), Errno> {
-        let mut up = self.store.create(to).map_err(|e| self.fail("creating", to, &e))?;
-        let mut at = 0;
-        while at < len {
-            let end = (at + COPY_CHUNK).min(len);
-            let chunk =
-                self.store.get_range(from, at..end).map_err(|e| self.fail("reading", from, &e))?;
-            up.append(&chunk).map_err(|e| self.fail("writing", to, &e))?;
-            at = end;
-        }
-        up.commit().map_err(|e| self.fail("committing", to, &e))?;
+    /// Copy object `from` to `to`: inside the store where it can (S3's `CopyObject`, no byte
+    /// through the daemon), else read and uploaded by the store's default.
+    pub(super) fn copy(&self, from: &str, to: &str) -> Result<(), Errno> {
+        let r = self.store.copy(from, to).map_err(|e| self.fail("copying", from, &e));
         self.changed();
-        Ok(())
+        r
     }
 
     /// Rename `from` to `to` (visible paths), both resolved: a file is copied and then
@@ -367,7 +357,7 @@ impl S3Source {
         let src = src.to_str().ok_or(Errno::EINVAL)?;
         let dst = self.key(to)?;
         let dst = if kind == Kind::Adz { format!("{dst}.adz") } else { dst };
-        self.copy(src, &dst, meta.len)?;
+        self.copy(src, &dst)?;
         self.delete(src)
     }
 }

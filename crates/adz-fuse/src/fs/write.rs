@@ -230,7 +230,7 @@ impl AdzFs {
         }
         live.writer.write(data).map_err(|e| {
             log::error!("{}: streaming a write failed: {}", live.target.display(), chain(&e));
-            Errno::EIO
+            write_errno(&e)
         })?;
         st.len += data.len() as u64;
         st.mtime = SystemTime::now();
@@ -242,9 +242,9 @@ impl AdzFs {
         let rel = lock(&self.state).path(ino)?;
         let name = self.key(&rel)?;
         let target = if self.s3.is_some() { PathBuf::from(&name) } else { self.root.join(&name) };
-        let fail = |what: &str, e: &dyn std::error::Error| {
-            log::error!("{}: {what}: {e}", self.shown(&name).display());
-            Errno::EIO
+        let fail = |what: &str, e: &(dyn std::error::Error + 'static)| {
+            log::error!("{}: {what}: {}", self.shown(&name).display(), chain(e));
+            write_errno(e)
         };
         let upload = self.store().create(&name).map_err(|e| fail("cannot create", &e))?;
         // An object store's upload is invisible until committed, and a killed daemon leaves
@@ -278,7 +278,7 @@ impl AdzFs {
         drop(tee);
         writer.finish().map_err(|e| {
             log::error!("{}: finishing the stream failed: {}", target.display(), chain(&e));
-            Errno::EIO
+            write_errno(&e)
         })?;
         match kept {
             Some(kept) => Ok(Some(PathBuf::from(lock(&kept).take().ok_or(Errno::EIO)?))),
@@ -418,9 +418,9 @@ impl AdzFs {
         let adz = self.shown(&name);
         let file = g.file.as_ref().ok_or(Errno::EIO)?;
         let len = file.metadata().map_err(|e| errno(&e))?.len();
-        let fail = |what: &str, e: &dyn std::error::Error| {
-            log::error!("{}: {what}: {e}", adz.display());
-            Errno::EIO
+        let fail = |what: &str, e: &(dyn std::error::Error + 'static)| {
+            log::error!("{}: {what}: {}", adz.display(), chain(e));
+            write_errno(e)
         };
         let mut upload = self.store().create(&name).map_err(|e| fail("cannot create", &e))?;
         if self.s3.is_none() {
@@ -558,9 +558,9 @@ impl AdzFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), Errno> {
-        let fail = |e: &dyn std::error::Error| {
-            log::error!("{name}: cannot create: {e}");
-            Errno::EIO
+        let fail = |e: &(dyn std::error::Error + 'static)| {
+            log::error!("{name}: cannot create: {}", chain(e));
+            write_errno(e)
         };
         let opts = FrameWriterOptions::default();
         let w = FrameWriter::new(Vec::new(), opts).map_err(|e| fail(&e))?;

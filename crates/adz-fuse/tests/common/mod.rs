@@ -269,6 +269,9 @@ impl<S: adz_store::Storage> adz_store::Storage for KeyCounter<S> {
         self.count(l.objects.len() + l.prefixes.len());
         Ok(l)
     }
+    fn copy(&self, from: &str, to: &str) -> adz_store::Result<()> {
+        self.inner.copy(from, to)
+    }
 }
 
 impl<S> KeyCounter<S> {

@@ -91,6 +91,9 @@ fn classify(err: &(dyn std::error::Error + 'static), text: &str) -> RemoteKind {
     if text.contains("NoSuchBucket") {
         return RemoteKind::NoSuchBucket;
     }
+    if ["XMinioStorageFull", "XMinioAdminBucketQuotaExceeded"].iter().any(|c| text.contains(c)) {
+        return RemoteKind::StorageFull;
+    }
     if text.contains("SlowDown") {
         return RemoteKind::Throttled;
     }
@@ -99,6 +102,8 @@ fn classify(err: &(dyn std::error::Error + 'static), text: &str) -> RemoteKind {
     match http_status(text) {
         Some(429) => RemoteKind::Throttled,
         Some(408) => RemoteKind::Timeout,
+        // 507 Insufficient Storage.
+        Some(507) => RemoteKind::StorageFull,
         Some(500..=599) => RemoteKind::ServerError,
         _ => RemoteKind::Other,
     }
@@ -137,6 +142,12 @@ mod tests {
         );
         assert_eq!(kind("Server returned non-2xx status code: 400 Bad"), RemoteKind::Other);
         assert_eq!(kind("<Code>NoSuchBucket</Code>"), RemoteKind::NoSuchBucket);
+        assert_eq!(
+            kind("Server returned non-2xx status code: 507 Insufficient Storage: <Code>XMinioStorageFull</Code>"),
+            RemoteKind::StorageFull
+        );
+        assert_eq!(kind("<Code>XMinioAdminBucketQuotaExceeded</Code>"), RemoteKind::StorageFull);
+        assert_eq!(kind("Server returned non-2xx status code: 507 x"), RemoteKind::StorageFull);
         assert_eq!(kind("nothing"), RemoteKind::Other);
     }
 }
