@@ -15,10 +15,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
 
 use crate::buffer::Pinned;
-use crate::{
-    check_threads, lock, to_py_with, ConfigError, CorruptData, NotFound, RawReader, Source,
-    StorageError, WriteFailed,
-};
+use crate::errors::{to_py_with, ConfigError, CorruptData, NotFound, StorageError, WriteFailed};
+use crate::lock;
+use crate::options::check_threads;
+use crate::reader::{RawReader, Source};
 
 /// The Python exception for a tier error, with the whole cause chain in its message.
 pub(crate) fn tier_to_py(e: TierError) -> PyErr {
