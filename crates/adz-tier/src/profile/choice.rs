@@ -175,48 +175,21 @@ pub fn open_with_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predictor::{Features, Sample};
-    use crate::profile::{SetProfile, SetRung, TierProfile, PROFILE_VERSION};
+    use crate::profile::{measure, DataSet, TierProfile};
 
-    /// A profile of two rungs (raw and zstd:3) measured on text blocks, and one tier.
+    /// A profile measured on 128 KiB of text in 32 KiB blocks at two rungs (raw and zstd:1),
+    /// with two tiers' figures.
     fn profile() -> Profile {
-        let features = Features::of(&b"the costs of a tiered write, from a profile. ".repeat(500));
-        let samples = (0..6)
-            .map(|_| Sample {
-                set: 0,
-                class: 2,
-                raw: 1 << 20,
-                features,
-                ratio: vec![1.0, 4.0],
-                speed: vec![1e10, 1e8],
-            })
-            .collect();
-        Profile {
-            version: PROFILE_VERSION,
-            created: 0,
-            adz: "test".into(),
-            threads: 2,
-            block_size: 1 << 20,
-            rungs: vec!["none".parse().unwrap(), "zstd:3".parse().unwrap()],
-            sets: vec![SetProfile {
-                name: "text".into(),
-                source: "test".into(),
-                raw: 6 << 20,
-                blocks: 6,
-                class: 2,
-                rungs: vec![
-                    SetRung { ratio: 1.0, speed_one: 1e10, speed_all: 2e10 },
-                    SetRung { ratio: 4.0, speed_one: 1e8, speed_all: 2e8 },
-                ],
-            }],
-            samples,
-            tiers: vec![
-                TierProfile { name: "fast".into(), bandwidth: 7e8, latency: 1e-3 },
-                TierProfile { name: "slow".into(), bandwidth: 3e7, latency: 2e-3 },
-            ],
-            predictor: None,
-            core_power: None,
-        }
+        let data =
+            b"the costs of a tiered write, from a profile. ".repeat(3000)[..128 << 10].to_vec();
+        let sets = [DataSet { name: "text".into(), source: "test".into(), data }];
+        let rungs = ["none".parse().unwrap(), "zstd:1".parse().unwrap()];
+        let mut p = measure(&sets, &rungs, 32 << 10, 1, &mut |_| {}).unwrap();
+        p.tiers = vec![
+            TierProfile { name: "fast".into(), bandwidth: 7e8, latency: 1e-3 },
+            TierProfile { name: "slow".into(), bandwidth: 3e7, latency: 2e-3 },
+        ];
+        p
     }
 
     /// A directory with a good profile (`good.json`) and a broken one (`broken.json`).
@@ -250,7 +223,7 @@ mod tests {
         assert_eq!(c.profile.as_ref().unwrap().0, good);
         assert!(c.left_out.is_none());
         assert!(c.source().starts_with("the profile "), "{}", c.source());
-        assert!(c.source().ends_with("(2 rungs, 6 blocks measured)"), "{}", c.source());
+        assert!(c.source().ends_with("(2 rungs, 4 blocks measured)"), "{}", c.source());
 
         let e = ProfileChoice::Path(broken.clone()).costs_at(Some(&good), 3).unwrap_err();
         assert!(matches!(e, TierError::Profile(ref m) if m.contains("not an adz profile")), "{e}");
