@@ -1,11 +1,9 @@
 //! Datasets written in parts by many writers: a part's writer, the commit, and a reader of
 //! the latest version as one file.
 
-use std::sync::{Arc, Mutex};
-
 use adz_core::dataset::{Dataset, DatasetReader, Placement};
 use adz_core::open::storage_for;
-use adz_core::{Error, Writer};
+use adz_core::Writer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -36,14 +34,8 @@ pub(crate) fn open_part_writer(
     let placement = offset.map_or(Placement::Append, Placement::At);
     let (store, name) = py.allow_threads(|| storage_for(dataset)).map_err(to_py)?;
     let part = adz_core::dataset::part_name(&name, id, placement).map_err(dataset_to_py)?;
-    let w = py.allow_threads(|| {
-        let mut w = Writer::create(&*store, &part, opts)?;
-        for (r, h) in ranges {
-            w.advise(r, h)?;
-        }
-        Ok::<_, Error>(w)
-    });
-    Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path: format!("{dataset}: {part}") })
+    let path = format!("{dataset}: {part}");
+    RawWriter::start(py, path, ranges, || Writer::create(&*store, &part, opts))
 }
 
 /// Commit the dataset `dataset` as its next version and return a dict: `version`, `len`,
@@ -102,8 +94,5 @@ pub(crate) fn open_dataset_reader(
     let opts = reader_options(threads, cache_bytes, max_range_bytes)?;
     let (store, name) = py.allow_threads(|| storage_for(dataset)).map_err(to_py)?;
     let r = py.allow_threads(|| DatasetReader::open(store, &name, opts)).map_err(dataset_to_py)?;
-    Ok(RawReader {
-        inner: Mutex::new(Some(Arc::new(Source::Dataset(r, opts)))),
-        pos: Mutex::new(0),
-    })
+    Ok(RawReader::new(Source::Dataset(r, opts)))
 }

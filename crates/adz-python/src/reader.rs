@@ -39,8 +39,8 @@ pub(crate) fn alloc_read(r: &Source, offset: u64, n: u64) -> PyResult<Vec<u8>> {
 /// overlap (every checksum checked), with the GIL released.
 #[pyclass(module = "adz._adz")]
 pub(crate) struct RawReader {
-    pub(crate) inner: Mutex<Option<Arc<Source>>>,
-    pub(crate) pos: Mutex<u64>,
+    inner: Mutex<Option<Arc<Source>>>,
+    pos: Mutex<u64>,
 }
 
 /// What a reader reads: an adz file, a committed dataset read as one file, or a dataset on
@@ -77,6 +77,11 @@ impl Source {
 }
 
 impl RawReader {
+    /// A reader of `source`, at position 0.
+    pub(crate) fn new(source: Source) -> RawReader {
+        RawReader { inner: Mutex::new(Some(Arc::new(source))), pos: Mutex::new(0) }
+    }
+
     fn reader(&self) -> PyResult<Arc<Source>> {
         lock(&self.inner).clone().ok_or_else(closed)
     }
@@ -229,5 +234,5 @@ pub(crate) fn open_reader(
             err
         }
     })?;
-    Ok(RawReader { inner: Mutex::new(Some(Arc::new(Source::File(r)))), pos: Mutex::new(0) })
+    Ok(RawReader::new(Source::File(r)))
 }

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use adz_core::{Error, ReaderOptions};
 use adz_tier::{
@@ -233,10 +233,7 @@ impl RawTiers {
         if let Some(m) = max_range_bytes {
             opts.max_range_bytes = m;
         }
-        Ok(RawReader {
-            inner: Mutex::new(Some(Arc::new(Source::Tiered(r, opts)))),
-            pos: Mutex::new(0),
-        })
+        Ok(RawReader::new(Source::Tiered(r, opts)))
     }
 
     /// Each tier's state, fastest first: a list of dicts.

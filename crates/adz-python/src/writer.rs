@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use crate::buffer::Pinned;
 use crate::errors::{closed, message, to_py, ConfigError, CorruptData, StorageError, WriteFailed};
 use crate::lock;
-use crate::options::write_options;
+use crate::options::{write_options, RangeHints};
 
 pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &WriteSummary) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -35,11 +35,29 @@ pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &WriteSummary) -> PyResult<B
 /// The native writer behind `adz.Writer`.
 #[pyclass(module = "adz._adz")]
 pub(crate) struct RawWriter {
-    pub(crate) inner: Mutex<Option<Writer>>,
-    pub(crate) path: String,
+    inner: Mutex<Option<Writer>>,
+    path: String,
 }
 
 impl RawWriter {
+    /// The writer `create` makes (with the GIL released), given the range hints; `path`
+    /// names it.
+    pub(crate) fn start(
+        py: Python<'_>,
+        path: String,
+        ranges: RangeHints,
+        create: impl FnOnce() -> Result<Writer, Error> + Send,
+    ) -> PyResult<RawWriter> {
+        let w = py.allow_threads(|| {
+            let mut w = create()?;
+            for (r, h) in ranges {
+                w.advise(r, h)?;
+            }
+            Ok::<_, Error>(w)
+        });
+        Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path })
+    }
+
     /// Run `f` on the open writer with the GIL released.
     fn with<T: Send>(
         &self,
@@ -225,12 +243,5 @@ pub(crate) fn open_writer(
     hints: Vec<String>,
 ) -> PyResult<RawWriter> {
     let (opts, ranges) = write_options(strategy, link, threads, block_size, buffers, &hints)?;
-    let w = py.allow_threads(|| {
-        let mut w = create_writer(path, opts)?;
-        for (r, h) in ranges {
-            w.advise(r, h)?;
-        }
-        Ok::<_, Error>(w)
-    });
-    Ok(RawWriter { inner: Mutex::new(Some(w.map_err(to_py)?)), path: path.to_owned() })
+    RawWriter::start(py, path.to_owned(), ranges, || create_writer(path, opts))
 }
