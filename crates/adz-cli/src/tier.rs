@@ -5,8 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use adz_tier::profile;
-use adz_tier::{CostModel, CostTable, Profile, Tiered};
+use adz_tier::{open_with_profile, CostModel, CostTable, Profile, ProfileChoice, Tiered};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
@@ -91,28 +90,19 @@ struct Costs {
 }
 
 impl ProfileFlag {
-    /// The profile to use: the one given, none with --no-profile, else the default path if
-    /// a file is there.
-    fn path(&self) -> Option<PathBuf> {
-        match (&self.profile, self.no_profile) {
-            (Some(path), _) => Some(path.clone()),
-            (None, true) => None,
-            (None, false) => profile::default_path().filter(|d| d.exists()),
-        }
+    /// The profile to use: the one given, none with --no-profile, else the default one.
+    fn choice(&self) -> ProfileChoice {
+        ProfileChoice::from_options(self.profile.clone(), self.no_profile)
     }
 
     /// The profile, loaded: a given one that does not load is an error; the default one is
     /// named in a warning and left out.
     pub(crate) fn load(&self) -> Result<Option<(PathBuf, Profile)>> {
-        let Some(path) = self.path() else { return Ok(None) };
-        match Profile::load(&path) {
-            Ok(p) => Ok(Some((path, p))),
-            Err(e) if self.profile.is_none() => {
-                eprintln!("adz: warning: the profile {} is left out: {e}", path.display());
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
+        let chosen = self.choice().load()?;
+        if let Some(left_out) = &chosen.left_out {
+            eprintln!("adz: warning: {left_out}");
         }
+        Ok(chosen.profile)
     }
 }
 
@@ -144,51 +134,32 @@ fn costs(file: Option<&PathBuf>, p: &ProfileFlag, threads: usize) -> Result<Cost
         let source = format!("the cost table {}", f.display());
         return Ok(Costs { model: CostModel::from_table(table), profile: None, source });
     }
-    match p.path() {
-        Some(path) => {
-            let prof = Profile::load(&path)?;
-            let mut model = prof.cost_model(threads)?;
-            model.predict_every_block = p.predict_every_block;
-            let source = format!(
-                "the profile {} ({} rungs, {} blocks measured{})",
-                path.display(),
-                prof.rungs.len(),
-                prof.samples.len(),
-                if p.predict_every_block { "; every block predicted" } else { "" }
-            );
-            Ok(Costs { model, profile: Some(prof), source })
-        }
-        None => {
-            let table = CostTable::reference(&CostTable::default_rungs(), threads);
-            let source =
-                format!("the built-in table for {threads} threads (no profile: run `adz profile`)");
-            Ok(Costs { model: CostModel::from_table(table), profile: None, source })
-        }
+    let chosen = p.choice().costs(threads)?;
+    // Placing data with the built-in costs when the default profile is broken would hide
+    // it: unlike the priors, placement refuses (`adz tier status` only warns, in `run`).
+    if let Some(left_out) = chosen.left_out {
+        return Err(left_out.error.into());
     }
+    let mut model = chosen.model;
+    model.predict_every_block = p.predict_every_block;
+    let source = match &chosen.profile {
+        Some((path, prof)) => format!(
+            "the profile {} ({} rungs, {} blocks measured{})",
+            path.display(),
+            prof.rungs.len(),
+            prof.samples.len(),
+            if p.predict_every_block { "; every block predicted" } else { "" }
+        ),
+        None => format!("the built-in table for {threads} threads (no profile: run `adz profile`)"),
+    };
+    Ok(Costs { model, profile: chosen.profile.map(|(_, prof)| prof), source })
 }
 
 /// Opens the tiers; a tier whose bandwidth is "measure" takes the profile's measurement of
 /// it, if the profile has one, instead of measuring at every open. With `measured`, every
 /// tier the profile measured takes its figures for placement.
 fn open(config: &Path, profile: Option<&Profile>, measured: bool) -> Result<Tiered> {
-    let mut config = crate::remote::load_tiers(config)?;
-    let mut placement = Vec::new();
-    if let Some(p) = profile {
-        for (i, t) in config.tiers.iter_mut().enumerate() {
-            let Some(m) = p.tier(&t.name) else { continue };
-            if t.bandwidth.is_none() {
-                t.bandwidth = Some(m.bandwidth);
-                t.latency = m.latency;
-            } else if measured {
-                placement.push((i, m.bandwidth, m.latency));
-            }
-        }
-    }
-    let mut tiers = Tiered::open(config)?;
-    for (i, bandwidth, latency) in placement {
-        tiers.set_placement_figures(i, bandwidth, latency);
-    }
-    Ok(tiers)
+    Ok(open_with_profile(crate::remote::load_tiers(config)?, profile, measured)?)
 }
 
 fn threads(n: usize) -> usize {

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::buffer::Pinned;
-use crate::{ConfigError, CorruptData};
+use crate::errors::{ConfigError, CorruptData};
 
 /// Take HDF5's functions from the library at `path` and its dependencies (h5py's `h5z`
 /// extension module, which links h5py's libhdf5).

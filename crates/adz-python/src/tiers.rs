@@ -3,21 +3,22 @@
 //! evictions run with the GIL released.
 
 use std::io::Read;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use adz_core::{Error, ReaderOptions};
 use adz_tier::{
-    profile, CostModel, CostTable, FlushReport, Profile, TierError, Tiered, TiersConfig,
+    open_with_profile, CostModel, CostTable, FlushReport, ProfileChoice, TierError, Tiered,
+    TiersConfig,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
 
 use crate::buffer::Pinned;
-use crate::{
-    check_threads, lock, to_py_with, ConfigError, CorruptData, NotFound, RawReader, Source,
-    StorageError, WriteFailed,
-};
+use crate::errors::{to_py_with, ConfigError, CorruptData, NotFound, StorageError, WriteFailed};
+use crate::lock;
+use crate::options::check_threads;
+use crate::reader::{RawReader, Source};
 
 /// The Python exception for a tier error, with the whole cause chain in its message.
 pub(crate) fn tier_to_py(e: TierError) -> PyErr {
@@ -106,56 +107,6 @@ pub(crate) struct RawTiers {
     costs: Mutex<CostModel>,
     source: String,
     warning: Option<String>,
-}
-
-/// The costs for `threads` threads: a given profile (it must load), none (`no_profile`: the
-/// built-in table), else the default profile if one exists (one that does not load is left
-/// out, with a warning) or the built-in table. Returns the model, the profile, where the
-/// costs came from, and the warning.
-fn costs(
-    path: Option<&str>,
-    no_profile: bool,
-    threads: usize,
-) -> Result<(CostModel, Option<Profile>, String, Option<String>), TierError> {
-    let (path, given) = match (path, no_profile) {
-        (Some(p), _) => (Some(Path::new(p).to_owned()), true),
-        (None, true) => (None, false),
-        (None, false) => (profile::default_path().filter(|d| d.exists()), false),
-    };
-    let mut warning = None;
-    if let Some(path) = path {
-        match Profile::load(&path).and_then(|p| Ok((p.cost_model(threads)?, p))) {
-            Ok((model, p)) => {
-                let source = format!(
-                    "the profile {} ({} rungs, {} blocks measured)",
-                    path.display(),
-                    p.rungs.len(),
-                    p.samples.len()
-                );
-                return Ok((model, Some(p), source, None));
-            }
-            Err(e) if given => return Err(e),
-            Err(e) => warning = Some(format!("the profile {} is left out: {e}", path.display())),
-        }
-    }
-    let table = CostTable::reference(&CostTable::default_rungs(), threads);
-    let source = format!("the built-in table for {threads} threads");
-    Ok((CostModel::from_table(table), None, source, warning))
-}
-
-/// Opens the tiers of `config`; a tier whose bandwidth is "measure" takes the profile's
-/// measurement of it if there is one (as the CLI does), instead of measuring at open.
-fn open(config: &Path, profile: Option<&Profile>) -> Result<Tiered, TierError> {
-    let mut config = TiersConfig::load(config)?;
-    if let Some(p) = profile {
-        for t in config.tiers.iter_mut().filter(|t| t.bandwidth.is_none()) {
-            if let Some(m) = p.tier(&t.name) {
-                t.bandwidth = Some(m.bandwidth);
-                t.latency = m.latency;
-            }
-        }
-    }
-    Tiered::open(config)
 }
 
 fn report_dict<'py>(py: Python<'py>, r: &FlushReport) -> PyResult<Bound<'py, PyDict>> {
@@ -282,10 +233,7 @@ impl RawTiers {
         if let Some(m) = max_range_bytes {
             opts.max_range_bytes = m;
         }
-        Ok(RawReader {
-            inner: Mutex::new(Some(Arc::new(Source::Tiered(r, opts)))),
-            pos: Mutex::new(0),
-        })
+        Ok(RawReader::new(Source::Tiered(r, opts)))
     }
 
     /// Each tier's state, fastest first: a list of dicts.
@@ -393,10 +341,15 @@ pub(crate) fn open_tiers(
     }
     let (tiers, model, source, warning) = py
         .allow_threads(|| {
-            let (model, prof, source, warning) = costs(profile, no_profile, threads)?;
-            let mut tiers = open(Path::new(config), prof.as_ref())?;
+            // The given profile, none, else the default one: one that does not load is an
+            // error if given, left out with a warning if the default.
+            let choice = ProfileChoice::from_options(profile.map(PathBuf::from), no_profile);
+            let chosen = choice.costs(threads)?;
+            let (source, warning) = (chosen.source(), chosen.left_out.map(|l| l.to_string()));
+            let prof = chosen.profile.as_ref().map(|(_, p)| p);
+            let mut tiers = open_with_profile(TiersConfig::load(Path::new(config))?, prof, false)?;
             tiers.set_threads(threads);
-            Ok::<_, TierError>((tiers, model, source, warning))
+            Ok::<_, TierError>((tiers, chosen.model, source, warning))
         })
         .map_err(tier_to_py)?;
     Ok(RawTiers { tiers, costs: Mutex::new(model), source, warning })

@@ -20,6 +20,8 @@
 //!   gives the DP a table per data class and a per-rung regression that predicts the costs
 //!   of blocks of classes the profile did not see, corrected online by each encoded frame
 //!   ([`Tiered::write_with`]). Segments are encoded on all cores.
+//!   [`ProfileChoice`] decides which profile gives the costs (given, none, or the default
+//!   one), for the CLI and the Python binding alike.
 //!
 //! ```
 //! use adz_tier::{CostTable, Tiered, TiersConfig};
@@ -61,5 +63,8 @@ pub use error::TierError;
 pub use flush::{FlushReport, TierStatus};
 pub use place::{place, CostTable, Piece, Plan, PlanSegment, RungCost, TierSlot};
 pub use predictor::{Accuracy, Features, Predictor};
-pub use profile::{CorePower, CostModel, Profile, PROFILE_VERSION};
+pub use profile::{
+    open_with_profile, ChosenCosts, ChosenProfile, CorePower, CostModel, LeftOut, Profile,
+    ProfileChoice, PROFILE_VERSION,
+};
 pub use tiered::{Tier, Tiered, TieredReader, WriteReport};

@@ -21,11 +21,14 @@
 //! (`docs/decisions/0014-buffers-during-a-mix.md`). Memory stays bounded by
 //! `buffers + MIX_BUFFERS` per pool.
 //!
-//! The rooms: `options` and `writer` (the application's side), `handle` (of an asynchronous
-//! write), `start` (the predicted start), `worker`, `sequencer`, `trace` (an observer of the
-//! written frames, off the sequencer's path) and `shared` (what the threads share); the pools
-//! are in `crate::pool`, which the predictor's write model uses too.
+//! The rooms: `options` and `writer` (the application's side; its write calls in `cutter`,
+//! its finish, abort and drop in `finish`), `handle` (of an asynchronous write), `start` (the
+//! predicted start), `worker`, `sequencer`, `trace` (an observer of the written frames, off
+//! the sequencer's path) and `shared` (what the threads share); the pools are in
+//! `crate::pool`, which the predictor's write model uses too.
 
+mod cutter;
+mod finish;
 mod handle;
 mod options;
 mod sequencer;
@@ -36,10 +39,11 @@ mod worker;
 mod writer;
 
 pub use crate::summary::WriteSummary;
+pub use finish::Abandoned;
 pub use handle::WriteHandle;
 pub use options::{Predict, WriteOptions, MAX_BUFFERS, MAX_THREADS};
 pub use trace::{TraceRecord, TraceSink};
-pub use writer::{Abandoned, Progress, Writer};
+pub use writer::{Progress, Writer};
 
 /// Options of a one-thread static zstd:1 write of `block_size` blocks, for the rooms' tests.
 #[cfg(test)]

@@ -20,7 +20,9 @@ use crate::error::TierError;
 use crate::place::{CostTable, RungCost, CLASSES};
 use crate::predictor::{Accuracy, Features, Prediction, Predictor, Sample};
 
+mod choice;
 mod measure;
+pub use choice::{open_with_profile, ChosenCosts, ChosenProfile, LeftOut, ProfileChoice};
 pub use measure::{measure, measure_tier, predictions_per_second, work, DataSet, Step};
 
 /// The priors come from the sets on which every codec rung saves at least 2 % ...
