@@ -63,20 +63,7 @@ fn drive(
                 cpu: secs(s),
             });
         }
-        ctl.record_block(&BlockMeasurement {
-            decision: d,
-            raw_len: raw,
-            stored_len: stored,
-            stored_raw: false,
-            wall: t,
-            cpu: t,
-        });
-        ctl.record_sink(&SinkMeasurement {
-            bytes: stored,
-            busy: Duration::from_secs_f64(stored as f64 / GBE),
-            backlogged: true,
-            ..Default::default()
-        });
+        record_measured(&mut ctl, d, raw, stored, t);
     }
     out
 }

@@ -116,18 +116,22 @@ mod tests {
         assert_ne!(m.decision.shadow, Some(CodecSpec::NONE));
     }
 
-    #[test]
-    fn a_filter_probe_compresses_the_slice_through_both_chains() {
-        // 32-bit pixels: a smooth image plus noise in the low byte. Shuffled by 4, the
-        // high bytes make long runs; unshuffled, the noise breaks every match.
-        let mut s = 5u64;
-        let block: Vec<u8> = (0u32..(1 << 18))
+    /// `n` 32-bit pixels: a smooth image plus noise in the low byte. Shuffled by 4, the high
+    /// bytes make long runs; unshuffled, the noise breaks every match.
+    fn pixels(n: u32, seed: u64) -> Vec<u8> {
+        let mut s = seed;
+        (0..n)
             .flat_map(|i| {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 let smooth = 70_000.0 + 3_000.0 * (f64::from(i) / 300.0).sin();
                 (smooth as u32 + (s >> 56) as u32).to_le_bytes()
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_filter_probe_compresses_the_slice_through_both_chains() {
+        let block = pixels(1 << 18, 5);
         let (mut enc, mut scratch) = (FrameEncoder::new(), Vec::new());
         let mut d = decision("zstd:1", Some("zstd:1"));
         d.shadow_filters = Some("shuffle:4".parse().unwrap());
@@ -143,14 +147,7 @@ mod tests {
 
     #[test]
     fn the_start_filters_of_pixels_and_of_text() {
-        let mut s = 9u64;
-        let pixels: Vec<u8> = (0u32..(1 << 16))
-            .flat_map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                let smooth = 70_000.0 + 3_000.0 * (f64::from(i) / 300.0).sin();
-                (smooth as u32 + (s >> 56) as u32).to_le_bytes()
-            })
-            .collect();
+        let pixels = pixels(1 << 16, 9);
         let text: Vec<u8> =
             b"Shadows and probes: the controller measures what it does not use.\n".repeat(4000);
         let (mut enc, mut scratch) = (FrameEncoder::new(), Vec::new());

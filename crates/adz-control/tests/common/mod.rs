@@ -503,6 +503,25 @@ pub fn demo_text() -> DataModel {
     )
 }
 
+/// Tell `ctl` that block `d` of `raw` bytes stored `stored` in `t` (wall = CPU), and that the
+/// sink wrote it through a backlogged 1GbE link.
+pub fn record_measured(ctl: &mut Controller, d: Decision, raw: u64, stored: u64, t: Duration) {
+    ctl.record_block(&BlockMeasurement {
+        decision: d,
+        raw_len: raw,
+        stored_len: stored,
+        stored_raw: false,
+        wall: t,
+        cpu: t,
+    });
+    ctl.record_sink(&SinkMeasurement {
+        bytes: stored,
+        busy: Duration::from_secs_f64(stored as f64 / GBE),
+        backlogged: true,
+        ..Default::default()
+    });
+}
+
 /// Decide and measure `blocks` blocks of `data` with a Controller, measurements arriving
 /// `lag` blocks after their decision (a pipeline's depth), wall = CPU time. Returns the
 /// decisions.
@@ -517,21 +536,7 @@ pub fn feed(ctl: &mut Controller, data: &DataModel, blocks: usize, lag: usize) -
             data.perf(d.codec)
         };
         let t = Duration::from_secs_f64(raw as f64 / p.speed);
-        let stored = (raw as f64 / p.ratio) as u64;
-        ctl.record_block(&BlockMeasurement {
-            decision: d,
-            raw_len: raw,
-            stored_len: stored,
-            stored_raw: false,
-            wall: t,
-            cpu: t,
-        });
-        ctl.record_sink(&SinkMeasurement {
-            bytes: stored,
-            busy: Duration::from_secs_f64(stored as f64 / GBE),
-            backlogged: true,
-            ..Default::default()
-        });
+        record_measured(ctl, d, raw, (raw as f64 / p.ratio) as u64, t);
     };
     for k in 0..blocks {
         let ctx = BlockContext {
