@@ -5,7 +5,7 @@
 //! configured in a small TOML file ([`TiersConfig`], docs/TIERS.md).
 //!
 //! - **Write** ([`Tiered::write`]): the input is cut into blocks, each classified; the DP of
-//!   [`place`] puts each run of blocks on the tier where the write finishes first, compressed
+//!   [`place()`](place::place) puts each run of blocks on the tier where the write finishes first, compressed
 //!   at the rung that matches that tier's speed, within each tier's free capacity, and each
 //!   tier's run becomes one adz file (a *segment*).
 //! - **Catalog** ([`Catalog`]): one JSON file per dataset, replaced atomically, says which tier
