@@ -5,9 +5,9 @@
 //! configured in a small TOML file ([`TiersConfig`], docs/TIERS.md).
 //!
 //! - **Write** ([`Tiered::write`]): the input is cut into blocks, each classified; the DP of
-//!   [`place()`](place::place) puts each run of blocks on the tier where the write finishes first, compressed
-//!   at the rung that matches that tier's speed, within each tier's free capacity, and each
-//!   tier's run becomes one adz file (a *segment*).
+//!   [`place()`](place::place) puts each run of blocks on the tier where the write finishes
+//!   first, compressed at the rung that matches that tier's speed, within each tier's free
+//!   capacity, and each tier's run becomes one adz file (a *segment*).
 //! - **Catalog** ([`Catalog`]): one JSON file per dataset, replaced atomically, says which tier
 //!   holds each segment and its checksum.
 //! - **Read** ([`TieredReader`]): each segment from the fastest tier holding a good copy.
