@@ -129,7 +129,7 @@ pub fn summary_line(s: &WriteSummary) {
     }
     if s.shadows > 0 {
         eprintln!(
-            "  shadow compression: {} slices measured at other rungs, {:.1} % of the compression CPU",
+            "  shadow compression: {} slices measured at other rungs or filters, {:.1} % of the compression CPU",
             s.shadows,
             s.shadow_share * 100.0
         );
