@@ -89,6 +89,21 @@ def test_numpy_arrays_with_dtype_hint(tmp_path, dtype):
         assert any("shuffle" in c for c in f.summary["configs"]), f.summary["configs"]
 
 
+def test_adaptive_writes_choose_filters_unless_told_not_to(tmp_path):
+    # 32-bit pixels: a smooth image plus noise in the low byte; a shuffle by 4 pays.
+    rng = np.random.default_rng(2)
+    smooth = 70_000 + 3_000 * np.sin(np.arange(4 << 20) / 300.0)
+    a = (smooth + rng.integers(0, 256, size=smooth.size)).astype("<u4")
+    for hints, filtered in [([], True), (["filters=none"], False)]:
+        p = tmp_path / f"a{len(hints)}.adz"
+        with adz.open(p, "wb", strategy="throughput", link="1GbE", threads=2, hints=hints) as f:
+            f.write(a)
+        with adz.open(p, "rb") as r:
+            np.testing.assert_array_equal(np.frombuffer(r.read(), dtype="<u4"), a)
+        configs = f.summary["configs"]
+        assert any("shuffle" in c for c in configs) == filtered, (hints, configs)
+
+
 def test_non_contiguous_array_is_written_in_c_order(tmp_path):
     a = np.arange(200 * 300, dtype=np.float64).reshape(200, 300)
     view = a[:, ::2]
