@@ -280,17 +280,14 @@ impl Controller {
 
         if self.probe.is_some() {
             return match self.probe_decision(seq) {
-                Some(codec) => {
-                    let shadow_filters = None;
-                    Decision {
-                        codec,
-                        filters,
-                        reason: Reason::Probe,
-                        seq,
-                        shadow: None,
-                        shadow_filters,
-                    }
-                }
+                Some(codec) => Decision {
+                    codec,
+                    filters,
+                    reason: Reason::Probe,
+                    seq,
+                    shadow: None,
+                    shadow_filters: None,
+                },
                 None => raw(Reason::Incompressible),
             };
         }

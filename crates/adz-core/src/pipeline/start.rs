@@ -175,14 +175,17 @@ impl Start {
             Predictor::new(cfg.clone()).predict(sample, self.strategy, link).ok()
         };
         let classes = sampled_classes(&held, sample);
+        let mut filters_spent = 0.0;
         if let Some(p) = &prediction {
             set_start(shared, p, &classes);
             let firsts = sample.slices.iter().map(|(_, s)| (classify(s), s.as_slice()));
-            start_filters(shared, p, firsts.chain(held.iter().map(|j| (j.class, j.data.bytes()))));
+            let slices = firsts.chain(held.iter().map(|j| (j.class, j.data.bytes())));
+            filters_spent = start_filters(shared, p, slices, p.budget_seconds - p.seconds);
         }
         let seen = classes.iter().fold(0u32, |m, &c| m | 1 << (c as usize).min(31));
-        let (allowance, spent) =
-            prediction.as_ref().map_or((0.0, 0.0), |p| (p.budget_seconds, p.seconds));
+        let (allowance, spent) = prediction
+            .as_ref()
+            .map_or((0.0, 0.0), |p| (p.budget_seconds, p.seconds + filters_spent));
         self.per_class =
             Some(Box::new(PerClass { cfg, link, size_hint, seen, bytes: 0, allowance, spent }));
         self.predict = PredictState::Done(prediction.map(Box::new));
@@ -241,9 +244,8 @@ impl Start {
                 d.controller.set_start_of(job.class, p.start);
             }
             drop(d);
-            let t0 = Instant::now();
-            start_filters(shared, &p, std::iter::once((job.class, bytes)));
-            pc.spent += t0.elapsed().as_secs_f64();
+            let left = pc.allowance - pc.spent;
+            pc.spent += start_filters(shared, &p, std::iter::once((job.class, bytes)), left);
         }
     }
 }
@@ -284,14 +286,27 @@ fn sampled_classes(held: &[Job], sample: &Sample) -> Vec<u8> {
 /// predicted start (docs/decisions/0059): nothing when the prediction found nothing to
 /// compress, or for an adaptive strategy's controller whose filters a hint names (it ignores
 /// them).
+///
+/// It counts against the prediction's budget: no class is started once `budget` seconds
+/// have gone. Returns the seconds it took.
 fn start_filters<'a>(
     shared: &Shared,
     p: &Prediction,
     slices: impl Iterator<Item = (u8, &'a [u8])>,
-) {
+    budget: f64,
+) -> f64 {
+    let t0 = Instant::now();
     if p.incompressible || p.start == CodecSpec::NONE {
-        return;
+        return 0.0;
     }
+    // A slow start (zstd above 3, xz) would make the ten compressions of each class cost
+    // more than the prediction itself; the chains rank alike at zstd:3.
+    let zstd3 = CodecSpec::new(adz_format::CodecId::Zstd, 3).expect("zstd:3 is valid");
+    let codec = match p.start.id() {
+        adz_format::CodecId::Lz4 => p.start,
+        adz_format::CodecId::Zstd if p.start.param() <= 3 => p.start,
+        _ => zstd3,
+    };
     let (mut encoder, mut scratch) = (crate::FrameEncoder::new(), Vec::new());
     let mut done = 0u32;
     for (class, bytes) in slices {
@@ -299,12 +314,16 @@ fn start_filters<'a>(
         if done & bit != 0 {
             continue;
         }
+        if t0.elapsed().as_secs_f64() >= budget {
+            break;
+        }
         done |= bit;
-        let f = crate::shadow::start_filters(&mut encoder, &mut scratch, bytes, p.start);
+        let f = crate::shadow::start_filters(&mut encoder, &mut scratch, bytes, codec);
         if !f.is_empty() {
             lock(&shared.dispatch).controller.set_filters_of(class, f);
         }
     }
+    t0.elapsed().as_secs_f64()
 }
 
 /// Start the controller where `p` says, for the data `classes` sampled.
