@@ -31,6 +31,9 @@ pub(crate) struct CompressArgs {
     ///   static=C:L   one codec and level for every block (what --codec sets)
     ///   energy       the least energy per byte: compression's CPU plus storing the output for
     ///                --retention; the write takes at most --max-slowdown times the raw write
+    /// The adaptive ones (not archive, static) also choose the filters
+    /// (shuffle, delta, xor) of each kind of data by measurement, unless
+    /// --filter or a filters=/dtype= hint names them.
     /// Default: static=zstd:3.
     #[arg(short, long, value_name = "STRATEGY", conflicts_with = "codec", verbatim_doc_comment)]
     pub(crate) strategy: Option<Strategy>,
