@@ -56,6 +56,7 @@ pub(crate) struct FilterChoice {
 }
 
 /// The candidate chains: none, then per width a shuffle, delta then shuffle, xor then shuffle.
+/// [`shuffle_of`] reads this layout.
 fn chains() -> Vec<Filters> {
     let mut out = vec![Filters::NONE];
     for w in WIDTHS {
@@ -69,6 +70,12 @@ fn chains() -> Vec<Filters> {
     out
 }
 
+/// The index in [`chains`] of the plain shuffle of chain `i`'s width (itself for a shuffle);
+/// None for "none".
+fn shuffle_of(i: usize) -> Option<usize> {
+    i.checked_sub(1).map(|j| 1 + j - j % 3)
+}
+
 /// The chain to start a class with, from one slice of its data: `size(chain)` is the slice's
 /// stored bytes through `chain` at the class's start rung (None: it could not be measured).
 /// The probes' search on one larger slice: the plain shuffles, and the delta and xor chains of
@@ -79,7 +86,7 @@ pub fn start_filters(mut size: impl FnMut(Filters) -> Option<u64>) -> Filters {
     let mut best = (Filters::NONE, base);
     let mut shuffle_saved = false;
     for (i, chain) in chains().into_iter().enumerate().skip(1) {
-        let shuffle = (i - 1) % 3 == 0;
+        let shuffle = shuffle_of(i) == Some(i);
         if !shuffle && !shuffle_saved {
             continue;
         }
@@ -96,12 +103,6 @@ pub fn start_filters(mut size: impl FnMut(Filters) -> Option<u64>) -> Filters {
         best.0
     } else {
         Filters::NONE
-    }
-}
-
-impl Default for FilterChoice {
-    fn default() -> Self {
-        FilterChoice::new()
     }
 }
 
@@ -138,14 +139,13 @@ impl FilterChoice {
         self.cands.iter().position(|c| c.filters == f)
     }
 
-    /// Whether candidate `i` is worth a probe while the candidates are first tried: its
-    /// width's plain shuffle saved something (a shuffle is index 1, 4, 7: each width's first).
+    /// Whether candidate `i` is worth a probe: "none" and the plain shuffles always; a delta
+    /// or xor chain where its width's shuffle saved something.
     fn eligible(&self, i: usize) -> bool {
-        if i == 0 || (i - 1) % 3 == 0 {
-            return true;
+        match shuffle_of(i) {
+            Some(s) if s != i => self.cands[s].n > 0 && self.cands[s].mean < 0.0,
+            _ => true,
         }
-        let shuffle = &self.cands[i - (i - 1) % 3];
-        shuffle.n > 0 && shuffle.mean < 0.0
     }
 
     /// One more block of the class was decided.
@@ -265,6 +265,10 @@ mod tests {
         assert_eq!(c[1], f("shuffle:2"));
         assert_eq!(c[5], f("delta:4,shuffle:4"));
         assert_eq!(c[9], f("xor:8,shuffle:8"));
+        let widths: Vec<_> = (0..c.len()).map(shuffle_of).collect();
+        let want =
+            [None, Some(1), Some(1), Some(1), Some(4), Some(4), Some(4), Some(7), Some(7), Some(7)];
+        assert_eq!(widths, want);
     }
 
     #[test]
