@@ -41,6 +41,11 @@ pub(crate) struct MountArgs {
     /// it); 0 turns read-ahead off.
     #[arg(long, default_value = "16MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
     read_ahead: u64,
+    /// The kernel's read-ahead window for the mount: how much its page cache asks the daemon
+    /// for at once while a file is read in order (requests of at most 1 MiB); 0 keeps the
+    /// kernel's default (128 KiB). Set as root only (a warning otherwise).
+    #[arg(long, default_value = "1MiB", value_parser = crate::parse_bytes, value_name = "SIZE")]
+    kernel_read_ahead: u64,
     /// Mount read-only: every change fails with EROFS.
     #[arg(long)]
     read_only: bool,
@@ -87,6 +92,7 @@ pub(crate) fn run(a: MountArgs) -> Result<ExitCode> {
         },
         cache_bytes: a.cache,
         read_ahead_bytes: a.read_ahead,
+        kernel_read_ahead_bytes: a.kernel_read_ahead,
         read_only: a.read_only,
         throttle: a.throttle.map(LinkSpeed::bytes_per_sec),
         stream_writes: !a.stage_writes,

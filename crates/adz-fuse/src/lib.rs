@@ -36,6 +36,10 @@ pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 /// Default of [`MountOptions::read_ahead_bytes`].
 pub const DEFAULT_READ_AHEAD_BYTES: u64 = 16 << 20;
 
+/// The kernel's read-ahead window for a mount, by default: a whole FUSE request, the most the
+/// kernel asks for at once (1 MiB), rather than its default 128 KiB (one request in eight).
+pub const DEFAULT_KERNEL_READ_AHEAD_BYTES: u64 = 1 << 20;
+
 /// What can go wrong setting up a mount.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -91,6 +95,11 @@ pub struct MountOptions {
     /// Raw bytes decoded ahead of a sequential reader into the cache, at most a quarter of
     /// `cache_bytes`; 0 turns read-ahead off.
     pub read_ahead_bytes: u64,
+    /// The kernel's read-ahead window for the mount (`/sys/class/bdi/MAJ:MIN/read_ahead_kb`,
+    /// set once the mount is up; needs root, else a warning is logged); 0 leaves the
+    /// kernel's. The page cache asks the daemon for this much at a time, in requests of at
+    /// most 1 MiB.
+    pub kernel_read_ahead_bytes: u64,
     /// Threads that decode the frames of one read; 0 = one per core.
     pub decode_threads: usize,
     /// Threads that serve kernel requests.
@@ -113,6 +122,7 @@ impl Default for MountOptions {
             cache_bytes: DEFAULT_CACHE_BYTES,
             read_only: false,
             read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
+            kernel_read_ahead_bytes: DEFAULT_KERNEL_READ_AHEAD_BYTES,
             decode_threads: 0,
             fuse_threads: 4,
             throttle: None,
@@ -256,7 +266,29 @@ fn serve(fs: AdzFs, label: &str, mountpoint: &Path, opts: &MountOptions) -> Resu
     config.n_threads = Some(opts.fuse_threads.max(1));
     let session = fuser::spawn_mount(fs, mountpoint, &config)
         .map_err(|source| Error::Mount { path: mountpoint.to_path_buf(), source })?;
-    Ok(Mount { session: Some(session), mountpoint: mountpoint.to_path_buf(), counters })
+    let m = Mount { session: Some(session), mountpoint: mountpoint.to_path_buf(), counters };
+    if opts.kernel_read_ahead_bytes > 0 {
+        if let Err(e) = set_kernel_read_ahead(mountpoint, opts.kernel_read_ahead_bytes) {
+            log::warn!(
+                "{}: the kernel's read-ahead stays at its default: {e}",
+                mountpoint.display()
+            );
+        }
+    }
+    Ok(m)
+}
+
+/// Set the kernel's read-ahead window of the mount on `mountpoint` to `bytes` (in KiB, as
+/// the kernel keeps it), through the sysfs file of the mount's backing device.
+fn set_kernel_read_ahead(mountpoint: &Path, bytes: u64) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // The root's attributes come from the daemon, so this waits for the kernel's handshake
+    // with it; the handshake's reply would otherwise set the window back to the default.
+    let dev = std::fs::metadata(mountpoint)?.dev();
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    let path = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    std::fs::write(&path, bytes.div_ceil(1024).to_string())
+        .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
 }
 
 /// Print this crate's log (damaged frames, failed commits) on stderr as `adz mount: ...`,

@@ -389,6 +389,32 @@ fn read_only_mounts_refuse_changes_with_erofs() {
     assert_eq!(fs::create_dir(m.mnt.join("d")).unwrap_err().raw_os_error(), Some(libc::EROFS));
 }
 
+/// The kernel's read-ahead window of a mount, KiB: its backing device's sysfs file.
+fn kernel_read_ahead_kb(mnt: &Path) -> u64 {
+    let dev = fs::metadata(mnt).unwrap().dev();
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    let path = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    fs::read_to_string(&path).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn the_kernel_reads_ahead_a_whole_request_or_what_it_is_told() {
+    let _serial = serial();
+    let Some(m) = Mounted::new(|_| {}) else { return };
+    assert_eq!(kernel_read_ahead_kb(&m.mnt), 1024, "the default: one whole 1 MiB request");
+    drop(m);
+    let mut o = common::test_options();
+    o.kernel_read_ahead_bytes = 3 << 20;
+    let Some(m) = Mounted::with(o, |_| {}) else { return };
+    assert_eq!(kernel_read_ahead_kb(&m.mnt), 3072);
+    drop(m);
+    let mut o = common::test_options();
+    o.kernel_read_ahead_bytes = 0;
+    let Some(m) = Mounted::with(o, |_| {}) else { return };
+    let kept = kernel_read_ahead_kb(&m.mnt);
+    assert!(kept != 1024 && kept != 3072, "0 keeps the kernel's own window, not {kept} KiB");
+}
+
 /// Not a test by itself: the daemon that `killing_the_daemon_*` starts in a child process
 /// (this test binary again) and kills.
 #[test]
