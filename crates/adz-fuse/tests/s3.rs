@@ -444,6 +444,60 @@ fn a_lookup_lists_one_level_of_the_bucket() {
     assert!(listed < 40, "{listed} keys listed for a lookup and a readdir of big/");
 }
 
+#[test]
+fn python_reads_and_numpy_memmaps_through_the_mount() {
+    let _serial = common::serial();
+    let values: Vec<u8> = (0..100_000u32).flat_map(|i| ((i as f64) * 0.5).to_le_bytes()).collect();
+    let Some(mut m) = S3Mounted::new("python", |s, p| {
+        s.put(&format!("{p}v.f64.adz"), &adz_bytes(&values, 64 << 10)).unwrap();
+    }) else {
+        return;
+    };
+    let script = r#"
+import sys
+p = sys.argv[1]
+with open(p, 'rb') as f:
+    f.seek(8 * 12345)
+    import struct
+    assert struct.unpack('<d', f.read(8))[0] == 12345 * 0.5
+try:
+    import numpy as np
+except ImportError:
+    print('no numpy'); sys.exit(0)
+a = np.memmap(p, dtype='<f8', mode='r')
+assert a.shape == (100000,), a.shape
+assert float(a[99999]) == 99999 * 0.5
+assert float(a.sum()) == sum(i * 0.5 for i in range(100000))
+print('numpy ok')
+"#;
+    // The venv's Python where there is one, so that numpy runs too.
+    let python = common::python_with_h5py().unwrap_or_else(|| "python3".into());
+    let python = python.to_str().unwrap();
+    let out = run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("v.f64")));
+    eprintln!("{out}");
+
+    // A shared writable mapping: the kernel writes the pages back, msync commits them.
+    let script = r#"
+import mmap, sys
+p = sys.argv[1]
+with open(p, 'wb') as f:
+    f.write(b'a' * 100000)
+with open(p, 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 0)
+    m[70000:70005] = b'HELLO'
+    m.flush()
+    m.close()
+"#;
+    run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("mapped")));
+    let mut want = vec![b'a'; 100_000];
+    want[70_000..70_005].copy_from_slice(b"HELLO");
+    assert_eq!(fs::read(m.mnt.join("mapped")).unwrap(), want);
+    m.unmount();
+    assert_eq!(m.decode("mapped.adz"), want, "the object holds the mapping's bytes");
+    assert_eq!(m.decode("v.f64.adz"), values, "the read object is unchanged");
+    assert_eq!(m.names(), ["mapped.adz", "v.f64.adz"], "no temporary left");
+}
+
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test
 /// binary again) and kills.
 #[test]
