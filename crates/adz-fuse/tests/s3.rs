@@ -498,6 +498,49 @@ with open(p, 'r+b') as f:
     assert_eq!(m.names(), ["mapped.adz", "v.f64.adz"], "no temporary left");
 }
 
+#[test]
+fn sqlite_inserts_and_reads_back_through_the_mount() {
+    let _serial = common::serial();
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        panic!("sqlite3 is missing: scripts/deps.sh installs it");
+    }
+    let Some(mut m) = S3Mounted::new("sqlite", |_, _| {}) else { return };
+    let db = m.mnt.join("t.db");
+    let mut sql = String::from("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n");
+    for batch in 0..4 {
+        sql.push_str("BEGIN;\n");
+        for i in 0..750 {
+            sql.push_str(&format!(
+                "INSERT INTO t(v) VALUES('row {batch} {i} {}');\n",
+                "x".repeat(i % 50)
+            ));
+        }
+        sql.push_str("COMMIT;\n");
+    }
+    sql.push_str(
+        "UPDATE t SET v = 'changed' WHERE id % 7 = 0;\nDELETE FROM t WHERE id % 11 = 0;\n",
+    );
+    let mut child =
+        common::bounded("sqlite3").arg(&db).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let q = "PRAGMA integrity_check; SELECT count(*), sum(v = 'changed') FROM t;";
+    let out = run(common::bounded("sqlite3").arg(&db).arg(q));
+    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    m.unmount();
+    // The database is an adz object in the bucket, and intact; the journal is gone.
+    assert_eq!(m.names(), ["t.db.adz"]);
+    let db = m.decode("t.db.adz");
+    // Whole: as many pages as its header says (page size at 16, page count at 28, big-endian).
+    let page_size = u64::from(u16::from_be_bytes([db[16], db[17]]));
+    let pages = u64::from(u32::from_be_bytes(db[28..32].try_into().unwrap()));
+    assert_eq!(db.len() as u64, pages * page_size, "{pages} pages of {page_size} bytes");
+    let plain = m.dir.path().join("plain.db");
+    fs::write(&plain, &db).unwrap();
+    let out = run(common::bounded("sqlite3").arg(&plain).arg(q));
+    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+}
+
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test
 /// binary again) and kills.
 #[test]
