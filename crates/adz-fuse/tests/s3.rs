@@ -1,7 +1,8 @@
 //! `adz mount` over an S3 prefix: a real FUSE mount of MinIO on 127.0.0.1 (started by
 //! `make s3-test`, scripts/minio.sh). Reads of adz objects and of others, cp and dd round
-//! trips, files written through the mount as adz objects, the namespace operations, a damaged
-//! frame, and a daemon killed mid-write.
+//! trips, files written through the mount as adz objects, unmodified programs (python and
+//! numpy, sqlite, h5py), the namespace operations, a damaged frame, and a daemon killed
+//! mid-write.
 //!
 //! Without `AWS_ENDPOINT_URL` each test says why it is skipped and passes, unless
 //! `ADZ_REQUIRE_S3=1`.
@@ -539,6 +540,51 @@ fn sqlite_inserts_and_reads_back_through_the_mount() {
     fs::write(&plain, &db).unwrap();
     let out = run(common::bounded("sqlite3").arg(&plain).arg(q));
     assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+}
+
+#[test]
+fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
+    let _serial = common::serial();
+    let Some(python) = common::python_with_h5py() else {
+        eprintln!("skipped: no Python with h5py (make python-test makes .cache/venv)");
+        return;
+    };
+    let Some(mut m) = S3Mounted::new("h5py", |_, _| {}) else { return };
+    let script = r#"
+import sys, h5py, numpy as np
+p = sys.argv[1]
+a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
+with h5py.File(p, 'w') as f:
+    d = f.create_dataset('x', data=a, chunks=(25, 1000))
+    d.attrs['units'] = 'K'
+    f.create_dataset('y', data=np.sin(np.arange(50000.0)), chunks=(5000,))
+with h5py.File(p, 'r+') as f:
+    f['x'][100:110, :] = -1.0
+print('h5py ok')
+"#;
+    // What the file must hold, checked through the mount and again on the decoded object.
+    let check = r#"
+import sys, h5py, numpy as np
+a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
+a[100:110, :] = -1.0
+with h5py.File(sys.argv[1], 'r') as f:
+    assert f['x'].chunks == (25, 1000)
+    assert np.array_equal(f['x'][...], a)
+    assert f['x'].attrs['units'] == 'K'
+    assert np.array_equal(f['y'][...], np.sin(np.arange(50000.0)))
+print('h5py ok')
+"#;
+    let python = python.to_str().unwrap();
+    let out = run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("d.h5")));
+    assert!(out.contains("h5py ok"), "{out}");
+    let out = run(common::bounded(python).arg("-c").arg(check).arg(m.mnt.join("d.h5")));
+    assert!(out.contains("h5py ok"), "{out}");
+    m.unmount();
+    assert_eq!(m.names(), ["d.h5.adz"]);
+    let plain = m.dir.path().join("plain.h5");
+    fs::write(&plain, m.decode("d.h5.adz")).unwrap();
+    let out = run(common::bounded(python).arg("-c").arg(check).arg(&plain));
+    assert!(out.contains("h5py ok"), "the decoded object: {out}");
 }
 
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test
