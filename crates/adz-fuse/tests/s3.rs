@@ -499,6 +499,14 @@ with open(p, 'r+b') as f:
     assert_eq!(m.names(), ["mapped.adz", "v.f64.adz"], "no temporary left");
 }
 
+/// A SQLite database's size by its header: the page size (at 16) times the page count (at 28).
+#[expect(clippy::big_endian_bytes, reason = "SQLite's header is big-endian")]
+fn sqlite_size_by_header(db: &[u8]) -> u64 {
+    let page_size = u64::from(u16::from_be_bytes([db[16], db[17]]));
+    let pages = u64::from(u32::from_be_bytes(db[28..32].try_into().unwrap()));
+    page_size * pages
+}
+
 #[test]
 fn sqlite_inserts_and_reads_back_through_the_mount() {
     let _serial = common::serial();
@@ -532,10 +540,7 @@ fn sqlite_inserts_and_reads_back_through_the_mount() {
     // The database is an adz object in the bucket, and intact; the journal is gone.
     assert_eq!(m.names(), ["t.db.adz"]);
     let db = m.decode("t.db.adz");
-    // Whole: as many pages as its header says (page size at 16, page count at 28, big-endian).
-    let page_size = u64::from(u16::from_be_bytes([db[16], db[17]]));
-    let pages = u64::from(u32::from_be_bytes(db[28..32].try_into().unwrap()));
-    assert_eq!(db.len() as u64, pages * page_size, "{pages} pages of {page_size} bytes");
+    assert_eq!(db.len() as u64, sqlite_size_by_header(&db), "whole: every page its header counts");
     let plain = m.dir.path().join("plain.db");
     fs::write(&plain, &db).unwrap();
     let out = run(common::bounded("sqlite3").arg(&plain).arg(q));
