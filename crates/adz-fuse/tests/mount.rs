@@ -630,23 +630,10 @@ fn rsync_round_trips_through_the_mount() {
     );
 }
 
-/// A Python with h5py: `ADZ_TEST_PYTHON`, the venv of `make python-test`, or python3.
-fn python_with_h5py() -> Option<std::path::PathBuf> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/venv/bin/python");
-    let candidates =
-        [std::env::var_os("ADZ_TEST_PYTHON").map(Into::into), Some(venv), Some("python3".into())];
-    candidates.into_iter().flatten().find(|p: &std::path::PathBuf| {
-        Command::new(p)
-            .args(["-c", "import h5py, numpy"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 #[test]
 fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
     let _serial = serial();
-    let Some(python) = python_with_h5py() else {
+    let Some(python) = common::python_with_h5py() else {
         eprintln!("skipped: no Python with h5py (make python-test makes .cache/venv)");
         return;
     };

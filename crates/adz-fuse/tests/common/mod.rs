@@ -181,6 +181,19 @@ pub fn bounded(program: &str) -> Command {
     c
 }
 
+/// A Python with h5py: `ADZ_TEST_PYTHON`, the venv of `make python-test`, or python3.
+pub fn python_with_h5py() -> Option<std::path::PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/venv/bin/python");
+    let candidates =
+        [std::env::var_os("ADZ_TEST_PYTHON").map(Into::into), Some(venv), Some("python3".into())];
+    candidates.into_iter().flatten().find(|p: &std::path::PathBuf| {
+        Command::new(p)
+            .args(["-c", "import h5py, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
 /// A python process that runs `script` with `args` and holds its descriptors open (until
 /// killed) once it printed "ready".
 pub fn python_holding(script: &str, args: &[&Path]) -> std::process::Child {
