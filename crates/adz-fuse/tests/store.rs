@@ -41,13 +41,19 @@ fn mount(store: OneLevel) -> Option<StoreMounted> {
 }
 
 fn mount_any<S: Storage + 'static>(store: Arc<S>) -> Option<StoreMounted<S>> {
+    mount_with(store, common::test_options())
+}
+
+fn mount_with<S: Storage + 'static>(
+    store: Arc<S>,
+    mut opts: adz_fuse::MountOptions,
+) -> Option<StoreMounted<S>> {
     if !common::fuse_available() {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("mnt");
     fs::create_dir(&mnt).unwrap();
-    let mut opts = common::test_options();
     opts.spool = Some(dir.path().join("spool"));
     let dyn_store: Arc<dyn Storage> = Arc::clone(&store) as Arc<dyn Storage>;
     let m = adz_fuse::mount_store(dyn_store, "run/", "s3://mem/run", &mnt, opts).expect("mount");
@@ -179,4 +185,26 @@ fn a_full_store_fails_writes_with_enospc_and_keeps_the_old_version() {
     m.store.set_plan(FaultPlan::new());
     fs::write(&f, &new).unwrap();
     assert!(fs::read(&f).unwrap() == new);
+}
+
+/// An object store answers each request after a round trip: a sequential read through the
+/// mount fetches its frames in runs (read-ahead asks for `RUN_FRAMES` per decoding thread),
+/// not one request per frame.
+#[test]
+fn a_sequential_read_fetches_runs_of_frames_not_one_per_frame() {
+    let _serial = serial();
+    let raw = data(32 << 20, 5);
+    let counted = Arc::new(adz_store::Counting::new(MemoryStorage::new()));
+    counted.put("run/f.adz", &common::adz_bytes(&raw, 1 << 20)).unwrap();
+    let mut o = common::test_options();
+    o.cache_bytes = 64 << 20;
+    let Some(m) = mount_with(Arc::clone(&counted), o) else { return };
+    let stats = counted.stats_handle();
+    let before = stats.snapshot();
+    let back = fs::read(m.mnt.join("f")).unwrap();
+    assert!(back == raw, "the read differs from the data");
+    let reads = stats.snapshot().since(&before).reads;
+    // 32 frames: 34 requests with read-ahead chunks of one frame per thread, 18 with runs of
+    // 4 (the reads' own fetches, where they overtake the read-ahead, add some).
+    assert!(reads <= 24, "{reads} range requests for 32 frames");
 }

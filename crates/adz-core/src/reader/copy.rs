@@ -11,8 +11,9 @@ use super::open::check_threads;
 use super::{lock, Frames, Reader};
 use crate::{Error, Result};
 
-/// Frames in one run of [`Reader::copy_to`] at most, so a thread's share of work stays small.
-const RUN_FRAMES: usize = 4;
+/// Frames in one run of [`Reader::copy_to`] at most, so a thread's share of work stays small;
+/// a reader that fetches ahead in its own runs (the mount's read-ahead) uses it too.
+pub const RUN_FRAMES: usize = 4;
 
 /// What [`Reader::copy_to`]'s workers and writer share.
 #[derive(Debug, Default)]

@@ -48,6 +48,7 @@ use serde::Serialize;
 
 pub use self::bytes::{frame_buffer, recycle_frame_buffers, FrameBytes};
 pub use self::cache::FrameCache;
+pub use self::copy::RUN_FRAMES;
 pub use self::cursor::ReaderCursor;
 use crate::FrameDecoder;
 

@@ -275,15 +275,20 @@ impl Frames {
     }
 
     /// A read-ahead worker: decode the frames the sequence wants, a few at a time, then those
-    /// of the next part.
+    /// of the next part. A chunk is a run of `RUN_FRAMES` for each decoding thread, as
+    /// `Reader::copy_to` fetches: the reader splits it into one request per thread, so an
+    /// object store sees requests of several frames, not one per frame.
     fn read_ahead(&self, seq: &Mutex<Seq>) {
         loop {
             let (r, from, to) = {
                 let mut s = lock(seq);
                 let s = &mut *s;
-                let chunk = |r: &OpenReader| match r.reader.options().threads {
-                    0 => std::thread::available_parallelism().map_or(2, |n| n.get()).max(2),
-                    n => n.max(2),
+                let chunk = |r: &OpenReader| {
+                    let threads = match r.reader.options().threads {
+                        0 => std::thread::available_parallelism().map_or(2, |n| n.get()).max(2),
+                        n => n.max(2),
+                    };
+                    threads * adz_core::reader::RUN_FRAMES
                 };
                 match (&s.current, &mut s.following) {
                     (Some(r), _) if s.next < s.want => {
