@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{adz_bytes, bounded, data, decode, noise, run, serial, Mounted};
+use common::{adz_bytes, apps, bounded, data, decode, noise, run, serial, Mounted};
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> =
@@ -290,47 +290,16 @@ fn cp_tar_and_dd_work_through_the_mount() {
 #[test]
 fn python_reads_and_numpy_memmaps_through_the_mount() {
     let _serial = serial();
-    let values: Vec<u8> = (0..100_000u32).flat_map(|i| ((i as f64) * 0.5).to_le_bytes()).collect();
+    let values = apps::f64_values();
     let Some(m) =
         Mounted::new(|src| fs::write(src.join("v.f64.adz"), adz_bytes(&values, 64 << 10)).unwrap())
     else {
         return;
     };
-    let script = r#"
-import sys
-p = sys.argv[1]
-with open(p, 'rb') as f:
-    f.seek(8 * 12345)
-    import struct
-    assert struct.unpack('<d', f.read(8))[0] == 12345 * 0.5
-try:
-    import numpy as np
-except ImportError:
-    print('no numpy'); sys.exit(0)
-a = np.memmap(p, dtype='<f8', mode='r')
-assert a.shape == (100000,), a.shape
-assert float(a[99999]) == 99999 * 0.5
-assert float(a.sum()) == sum(i * 0.5 for i in range(100000))
-print('numpy ok')
-"#;
-    let out = run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("v.f64")));
+    let out = run(bounded("python3").arg("-c").arg(apps::NUMPY_READ).arg(m.mnt.join("v.f64")));
     eprintln!("{out}");
-
-    // A shared writable mapping: the kernel writes the pages back, msync commits them.
-    let script = r#"
-import mmap, sys
-p = sys.argv[1]
-with open(p, 'wb') as f:
-    f.write(b'a' * 100000)
-with open(p, 'r+b') as f:
-    m = mmap.mmap(f.fileno(), 0)
-    m[70000:70005] = b'HELLO'
-    m.flush()
-    m.close()
-"#;
-    run(bounded("python3").arg("-c").arg(script).arg(m.mnt.join("mapped")));
-    let mut want = vec![b'a'; 100_000];
-    want[70_000..70_005].copy_from_slice(b"HELLO");
+    run(bounded("python3").arg("-c").arg(apps::MMAP_WRITE).arg(m.mnt.join("mapped")));
+    let want = apps::mmap_written();
     assert_eq!(fs::read(m.mnt.join("mapped")).unwrap(), want);
     assert_eq!(decode(&m.src.join("mapped.adz")), want);
 }
@@ -338,38 +307,16 @@ with open(p, 'r+b') as f:
 #[test]
 fn sqlite_inserts_and_reads_back_through_the_mount() {
     let _serial = serial();
-    if Command::new("sqlite3").arg("-version").output().is_err() {
-        panic!("sqlite3 is missing: scripts/deps.sh installs it");
-    }
+    apps::require_sqlite();
     let Some(mut m) = Mounted::new(|_| {}) else { return };
     let db = m.mnt.join("t.db");
-    let mut sql = String::from("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n");
-    for batch in 0..4 {
-        sql.push_str("BEGIN;\n");
-        for i in 0..750 {
-            sql.push_str(&format!(
-                "INSERT INTO t(v) VALUES('row {batch} {i} {}');\n",
-                "x".repeat(i % 50)
-            ));
-        }
-        sql.push_str("COMMIT;\n");
-    }
-    sql.push_str(
-        "UPDATE t SET v = 'changed' WHERE id % 7 = 0;\nDELETE FROM t WHERE id % 11 = 0;\n",
-    );
-    let mut child =
-        bounded("sqlite3").arg(&db).stdin(std::process::Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
-    let q = "PRAGMA integrity_check; SELECT count(*), sum(v = 'changed') FROM t;";
-    let out = run(bounded("sqlite3").arg(&db).arg(q));
-    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    apps::sqlite_workload(&db);
+    apps::sqlite_check(&db);
     m.unmount();
     // The database is an adz file in the source, and intact.
     let plain = m.dir.path().join("plain.db");
     fs::write(&plain, decode(&m.src.join("t.db.adz"))).unwrap();
-    let out = run(bounded("sqlite3").arg(&plain).arg(q));
-    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    apps::sqlite_check(&plain);
 }
 
 #[test]
@@ -638,26 +585,8 @@ fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
         return;
     };
     let Some(mut m) = Mounted::new(|_| {}) else { return };
-    let script = r#"
-import sys, h5py, numpy as np
-p = sys.argv[1]
-a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
-with h5py.File(p, 'w') as f:
-    d = f.create_dataset('x', data=a, chunks=(25, 1000))
-    d.attrs['units'] = 'K'
-    f.create_dataset('y', data=np.sin(np.arange(50000.0)), chunks=(5000,))
-with h5py.File(p, 'r+') as f:
-    f['x'][100:110, :] = -1.0
-a[100:110, :] = -1.0
-with h5py.File(p, 'r') as f:
-    assert f['x'].chunks == (25, 1000)
-    assert np.array_equal(f['x'][...], a)
-    assert f['x'].attrs['units'] == 'K'
-    assert np.array_equal(f['y'][...], np.sin(np.arange(50000.0)))
-print('h5py ok')
-"#;
-    let out = run(bounded(python.to_str().unwrap()).arg("-c").arg(script).arg(m.mnt.join("d.h5")));
-    assert!(out.contains("h5py ok"), "{out}");
+    apps::h5py(&python, apps::H5PY_WRITE, &m.mnt.join("d.h5"));
+    apps::h5py(&python, apps::H5PY_CHECK, &m.mnt.join("d.h5"));
     m.unmount();
     let raw = decode(&m.src.join("d.h5.adz"));
     assert_eq!(&raw[..8], b"\x89HDF\r\n\x1a\n", "an HDF5 file in the adz file");

@@ -21,7 +21,7 @@ use adz_core::{Reader, ReaderOptions};
 use adz_fuse::Mount;
 use adz_store::s3::{S3Config, S3Storage};
 use adz_store::Storage;
-use common::{adz_bytes, data, run};
+use common::{adz_bytes, apps, data, run};
 
 /// The bucket's store and a prefix of its own for each test and run, or None to skip.
 fn store(test: &str) -> Option<(Arc<dyn Storage>, String)> {
@@ -448,50 +448,19 @@ fn a_lookup_lists_one_level_of_the_bucket() {
 #[test]
 fn python_reads_and_numpy_memmaps_through_the_mount() {
     let _serial = common::serial();
-    let values: Vec<u8> = (0..100_000u32).flat_map(|i| ((i as f64) * 0.5).to_le_bytes()).collect();
+    let values = apps::f64_values();
     let Some(mut m) = S3Mounted::new("python", |s, p| {
         s.put(&format!("{p}v.f64.adz"), &adz_bytes(&values, 64 << 10)).unwrap();
     }) else {
         return;
     };
-    let script = r#"
-import sys
-p = sys.argv[1]
-with open(p, 'rb') as f:
-    f.seek(8 * 12345)
-    import struct
-    assert struct.unpack('<d', f.read(8))[0] == 12345 * 0.5
-try:
-    import numpy as np
-except ImportError:
-    print('no numpy'); sys.exit(0)
-a = np.memmap(p, dtype='<f8', mode='r')
-assert a.shape == (100000,), a.shape
-assert float(a[99999]) == 99999 * 0.5
-assert float(a.sum()) == sum(i * 0.5 for i in range(100000))
-print('numpy ok')
-"#;
     // The venv's Python where there is one, so that numpy runs too.
     let python = common::python_with_h5py().unwrap_or_else(|| "python3".into());
     let python = python.to_str().unwrap();
-    let out = run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("v.f64")));
+    let out = run(common::bounded(python).arg("-c").arg(apps::NUMPY_READ).arg(m.mnt.join("v.f64")));
     eprintln!("{out}");
-
-    // A shared writable mapping: the kernel writes the pages back, msync commits them.
-    let script = r#"
-import mmap, sys
-p = sys.argv[1]
-with open(p, 'wb') as f:
-    f.write(b'a' * 100000)
-with open(p, 'r+b') as f:
-    m = mmap.mmap(f.fileno(), 0)
-    m[70000:70005] = b'HELLO'
-    m.flush()
-    m.close()
-"#;
-    run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("mapped")));
-    let mut want = vec![b'a'; 100_000];
-    want[70_000..70_005].copy_from_slice(b"HELLO");
+    run(common::bounded(python).arg("-c").arg(apps::MMAP_WRITE).arg(m.mnt.join("mapped")));
+    let want = apps::mmap_written();
     assert_eq!(fs::read(m.mnt.join("mapped")).unwrap(), want);
     m.unmount();
     assert_eq!(m.decode("mapped.adz"), want, "the object holds the mapping's bytes");
@@ -499,52 +468,23 @@ with open(p, 'r+b') as f:
     assert_eq!(m.names(), ["mapped.adz", "v.f64.adz"], "no temporary left");
 }
 
-/// A SQLite database's size by its header: the page size (at 16) times the page count (at 28).
-#[expect(clippy::big_endian_bytes, reason = "SQLite's header is big-endian")]
-fn sqlite_size_by_header(db: &[u8]) -> u64 {
-    let page_size = u64::from(u16::from_be_bytes([db[16], db[17]]));
-    let pages = u64::from(u32::from_be_bytes(db[28..32].try_into().unwrap()));
-    page_size * pages
-}
-
 #[test]
 fn sqlite_inserts_and_reads_back_through_the_mount() {
     let _serial = common::serial();
-    if Command::new("sqlite3").arg("-version").output().is_err() {
-        panic!("sqlite3 is missing: scripts/deps.sh installs it");
-    }
+    apps::require_sqlite();
     let Some(mut m) = S3Mounted::new("sqlite", |_, _| {}) else { return };
     let db = m.mnt.join("t.db");
-    let mut sql = String::from("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n");
-    for batch in 0..4 {
-        sql.push_str("BEGIN;\n");
-        for i in 0..750 {
-            sql.push_str(&format!(
-                "INSERT INTO t(v) VALUES('row {batch} {i} {}');\n",
-                "x".repeat(i % 50)
-            ));
-        }
-        sql.push_str("COMMIT;\n");
-    }
-    sql.push_str(
-        "UPDATE t SET v = 'changed' WHERE id % 7 = 0;\nDELETE FROM t WHERE id % 11 = 0;\n",
-    );
-    let mut child =
-        common::bounded("sqlite3").arg(&db).stdin(std::process::Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
-    let q = "PRAGMA integrity_check; SELECT count(*), sum(v = 'changed') FROM t;";
-    let out = run(common::bounded("sqlite3").arg(&db).arg(q));
-    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    apps::sqlite_workload(&db);
+    apps::sqlite_check(&db);
     m.unmount();
     // The database is an adz object in the bucket, and intact; the journal is gone.
     assert_eq!(m.names(), ["t.db.adz"]);
     let db = m.decode("t.db.adz");
-    assert_eq!(db.len() as u64, sqlite_size_by_header(&db), "whole: every page its header counts");
+    let whole = apps::sqlite_size_by_header(&db);
+    assert_eq!(db.len() as u64, whole, "whole: every page its header counts");
     let plain = m.dir.path().join("plain.db");
     fs::write(&plain, &db).unwrap();
-    let out = run(common::bounded("sqlite3").arg(&plain).arg(q));
-    assert_eq!(out.trim(), "ok\n2728|390", "{out}");
+    apps::sqlite_check(&plain);
 }
 
 #[test]
@@ -555,41 +495,14 @@ fn h5py_writes_and_reads_a_chunked_file_through_the_mount() {
         return;
     };
     let Some(mut m) = S3Mounted::new("h5py", |_, _| {}) else { return };
-    let script = r#"
-import sys, h5py, numpy as np
-p = sys.argv[1]
-a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
-with h5py.File(p, 'w') as f:
-    d = f.create_dataset('x', data=a, chunks=(25, 1000))
-    d.attrs['units'] = 'K'
-    f.create_dataset('y', data=np.sin(np.arange(50000.0)), chunks=(5000,))
-with h5py.File(p, 'r+') as f:
-    f['x'][100:110, :] = -1.0
-print('h5py ok')
-"#;
+    apps::h5py(&python, apps::H5PY_WRITE, &m.mnt.join("d.h5"));
     // What the file must hold, checked through the mount and again on the decoded object.
-    let check = r#"
-import sys, h5py, numpy as np
-a = np.arange(300 * 1000, dtype='<f8').reshape(300, 1000) * 0.25
-a[100:110, :] = -1.0
-with h5py.File(sys.argv[1], 'r') as f:
-    assert f['x'].chunks == (25, 1000)
-    assert np.array_equal(f['x'][...], a)
-    assert f['x'].attrs['units'] == 'K'
-    assert np.array_equal(f['y'][...], np.sin(np.arange(50000.0)))
-print('h5py ok')
-"#;
-    let python = python.to_str().unwrap();
-    let out = run(common::bounded(python).arg("-c").arg(script).arg(m.mnt.join("d.h5")));
-    assert!(out.contains("h5py ok"), "{out}");
-    let out = run(common::bounded(python).arg("-c").arg(check).arg(m.mnt.join("d.h5")));
-    assert!(out.contains("h5py ok"), "{out}");
+    apps::h5py(&python, apps::H5PY_CHECK, &m.mnt.join("d.h5"));
     m.unmount();
     assert_eq!(m.names(), ["d.h5.adz"]);
     let plain = m.dir.path().join("plain.h5");
     fs::write(&plain, m.decode("d.h5.adz")).unwrap();
-    let out = run(common::bounded(python).arg("-c").arg(check).arg(&plain));
-    assert!(out.contains("h5py ok"), "the decoded object: {out}");
+    apps::h5py(&python, apps::H5PY_CHECK, &plain);
 }
 
 /// Not a test by itself: the daemon that the kill test starts in a child process (this test

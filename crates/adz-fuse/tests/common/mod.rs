@@ -2,6 +2,7 @@
 //! a guard that always unmounts.
 #![allow(dead_code)]
 
+pub mod apps;
 pub mod oracle;
 
 use std::path::{Path, PathBuf};
