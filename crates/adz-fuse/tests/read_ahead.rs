@@ -19,6 +19,9 @@ fn mounted(read_ahead: u64) -> Option<(Mounted, Vec<u8>, Vec<u8>)> {
     let mut o = test_options();
     o.cache_bytes = 8 << 20;
     o.read_ahead_bytes = read_ahead; // 16 frames
+                                     // The kernel asks for 2 frames at a time (its own default window): with a window as
+                                     // large as the mount's, its requests would decode the frames before a sequence starts.
+    o.kernel_read_ahead_bytes = 128 << 10;
     let m = Mounted::with(o, |src| {
         fs::write(src.join("seq.adz"), adz_bytes(&seq, FRAME as u32)).unwrap();
         fs::write(src.join("rnd.adz"), adz_bytes(&rnd, FRAME as u32)).unwrap();
