@@ -25,22 +25,17 @@ const PLANNED_PARTS: u64 = 9_000;
 ///   doubles every 1,000 parts, capped at 5 GiB. With nothing expected, that holds about
 ///   8 TiB; with a good guess, 9,000 equal parts cover the object and the growth is only a
 ///   safety net for an object larger than expected (a stream of unknown size).
-/// - The first part is S3's smallest, 5 MiB, whatever the others are: until its request
-///   has answered, the writer does not know the link (the parts' times are what measures it,
-///   decision 0057), so the smaller the first part the sooner the link is known. One part of
-///   the 10,000 costs at most one request more.
 ///
 /// ```
 /// use adz_store::s3::PartSizes;
 ///
 /// let sizes = PartSizes::new(None, None)?;
-/// assert_eq!(sizes.size(0), 5 << 20); // the first part answers soonest
-/// assert_eq!(sizes.size(1), 8 << 20);
+/// assert_eq!(sizes.size(0), 8 << 20);
 /// assert_eq!(sizes.size(1_000), 16 << 20);
 /// assert!(sizes.capacity() >= 1 << 40); // at least 1 TiB
 ///
 /// let sizes = PartSizes::new(None, Some(2 << 40))?; // 2 TiB expected
-/// assert!(sizes.size(1) * 9_000 >= 2 << 40);
+/// assert!(sizes.size(0) * 9_000 >= 2 << 40);
 /// # Ok::<(), adz_store::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,16 +70,13 @@ impl PartSizes {
         if !self.grow {
             return self.base;
         }
-        if index == 0 {
-            return MIN_PART;
-        }
         let doublings = (index / GROWTH_STEP).min(32) as u32;
         self.base.saturating_mul(1 << doublings).min(MAX_PART)
     }
 
     /// The largest object these sizes can upload in 10,000 parts.
     pub fn capacity(&self) -> u64 {
-        (0..MAX_PARTS).map(|i| self.size(i)).sum()
+        (0..MAX_PARTS).step_by(GROWTH_STEP).map(|i| self.size(i) * GROWTH_STEP as u64).sum()
     }
 }
 
@@ -103,9 +95,8 @@ mod tests {
             }
             if let Some(e) = expected {
                 assert!(s.capacity() >= e, "{e} does not fit in {}", s.capacity());
-                // An expected size is covered by equal parts (after the first), without
-                // relying on growth.
-                assert!(s.size(1) * PLANNED_PARTS >= e.min(MAX_PART * PLANNED_PARTS));
+                // An expected size is covered by equal parts, without relying on growth.
+                assert!(s.size(0) * PLANNED_PARTS >= e.min(MAX_PART * PLANNED_PARTS));
             }
         }
     }
@@ -113,7 +104,7 @@ mod tests {
     #[test]
     fn unknown_sizes_reach_past_a_tebibyte() {
         let s = PartSizes::new(None, None).unwrap();
-        assert_eq!(s.size(1), DEFAULT_PART);
+        assert_eq!(s.size(0), DEFAULT_PART);
         assert_eq!(s.size(999), DEFAULT_PART);
         assert_eq!(s.size(1000), 2 * DEFAULT_PART);
         assert!(s.capacity() >= 1 << 40, "{}", s.capacity());
@@ -126,16 +117,5 @@ mod tests {
         assert_eq!(s.capacity(), MIN_PART * MAX_PARTS as u64);
         assert!(PartSizes::new(Some(MIN_PART - 1), None).is_err());
         assert!(PartSizes::new(Some(MAX_PART + 1), None).is_err());
-    }
-
-    /// The link is unknown until the first part answers: it is S3's smallest whatever the
-    /// object's expected size, so that answer comes as early as S3 allows.
-    #[test]
-    fn the_first_part_is_the_smallest_s3_takes() {
-        for expected in [None, Some(1 << 20), Some(300 << 20), Some(1 << 40)] {
-            let s = PartSizes::new(None, expected).unwrap();
-            assert_eq!(s.size(0), MIN_PART, "{expected:?}");
-            assert!(s.size(1) >= DEFAULT_PART, "{expected:?}");
-        }
     }
 }
