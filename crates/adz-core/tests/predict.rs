@@ -451,7 +451,7 @@ mod writer {
     use adz_core::control::{Link, Strategy};
     use adz_core::format::CodecSpec;
     use adz_core::predict::{Sample, SampleConfig};
-    use adz_core::store::{MemoryStorage, Storage};
+    use adz_core::store::{MemoryStorage, Storage, Upload};
     use adz_core::{decode_stream, FileInfo, Predict, WriteOptions, Writer};
     use adz_datagen::{generate, Kind};
 
@@ -615,6 +615,56 @@ mod writer {
             tx.send(()).unwrap();
         });
         rx.recv_timeout(Duration::from_secs(60)).expect("deadlock: an async write was held");
+    }
+
+    /// An upload that can send at most `ceiling` bytes/s (as an S3 upload's streams bound it).
+    #[derive(Debug)]
+    struct Bounded {
+        inner: Box<dyn Upload>,
+        ceiling: f64,
+    }
+
+    impl Upload for Bounded {
+        fn append(&mut self, data: &[u8]) -> adz_core::store::Result<()> {
+            self.inner.append(data)
+        }
+        fn bytes_written(&self) -> u64 {
+            self.inner.bytes_written()
+        }
+        fn commit(self: Box<Self>) -> adz_core::store::Result<u64> {
+            self.inner.commit()
+        }
+        fn abort(self: Box<Self>) -> adz_core::store::Result<()> {
+            self.inner.abort()
+        }
+        fn rate_ceiling(&self) -> Option<f64> {
+            Some(self.ceiling)
+        }
+    }
+
+    /// The writer's start for an unknown link is chosen over the links its upload can reach:
+    /// with a ceiling of 1 MB/s there is one, and the start is the best for it (no regret);
+    /// over 25 MB/s-12 GB/s no start is best everywhere.
+    #[test]
+    fn an_unknown_link_is_one_the_upload_can_reach() {
+        let data = generate(Kind::Text, 4 << 20, 30);
+        let regret = |ceiling: Option<f64>| {
+            let store = MemoryStorage::new();
+            let inner = store.create("f.adz").unwrap();
+            let upload: Box<dyn Upload> = match ceiling {
+                Some(ceiling) => Box::new(Bounded { inner, ceiling }),
+                None => inner,
+            };
+            let mut w =
+                Writer::with_upload(upload, opts(Strategy::Throughput, Link::Auto)).unwrap();
+            w.write(&data).unwrap();
+            let regret = w.prediction().expect("predicted").regret;
+            w.finish().unwrap();
+            assert_eq!(read_back(&store, "f.adz"), data);
+            regret.expect("the link is unknown")
+        };
+        assert_eq!(regret(Some(1e6)), 0.0);
+        assert!(regret(None) > 0.0);
     }
 
     #[test]

@@ -296,6 +296,15 @@ pub trait Upload: Send + fmt::Debug {
         let _ = out;
         false
     }
+
+    /// The fastest this upload can plausibly send, bytes/s, whatever the link, where the
+    /// upload itself bounds it (an S3 upload: its parts in flight times one request's rate);
+    /// None, the default, where only the link does. A writer that does not know the link yet
+    /// picks its start among the links up to this. Like [`take_transfers`](Self::take_transfers),
+    /// a decorator does not pass its inner upload's on.
+    fn rate_ceiling(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// One piece of an upload sent over the network (an S3 part): see [`Upload::take_transfers`].

@@ -57,13 +57,15 @@ struct Holding {
 
 impl Start {
     /// The start of a writer with `opts` (`threads`, `buffers` resolved), on `cpus` cores,
-    /// whose controller keeps a block that saves `keep`.
+    /// whose controller keeps a block that saves `keep`, to an upload that can send at most
+    /// `ceiling` bytes/s (`Upload::rate_ceiling`).
     pub(super) fn new(
         opts: &WriteOptions,
         threads: usize,
         buffers: usize,
         cpus: usize,
         keep: f64,
+        ceiling: Option<f64>,
     ) -> Start {
         let predict = if opts.predict == Predict::Auto && opts.strategy.is_adaptive() {
             let link = match opts.link {
@@ -73,7 +75,11 @@ impl Start {
             PredictState::Holding(Box::new(Holding {
                 held: Vec::new(),
                 limit: buffers.saturating_sub(1).clamp(1, 8),
-                cfg: predict_config(opts, threads, cpus, keep),
+                cfg: PredictConfig {
+                    // An unknown link is one the upload can carry.
+                    link_ceiling: ceiling,
+                    ..predict_config(opts, threads, cpus, keep)
+                },
                 link,
                 size_hint: opts.size_hint,
             }))

@@ -100,7 +100,7 @@ impl Writer {
         let (done_tx, done_rx) = unbounded::<Done>();
         let started = Instant::now();
         let workers = start_workers(&shared, &done_tx, threads, keep)?;
-        let start = Start::new(&opts, threads, buffers, cpus, keep);
+        let start = Start::new(&opts, threads, buffers, cpus, keep, upload.rate_ceiling());
         // A given number of buffers is kept as given; static strategies never mix.
         let grow = room > 0;
         let seq_shared = Arc::clone(&shared);

@@ -8,7 +8,7 @@ use adz_control::{entropy_coded, Priors, Strategy, INITIAL_LEVEL};
 use adz_format::CodecSpec;
 
 use super::{estimate, Compressibility, Predictor, RungEstimate, RungPerf, Sample, WriteModel};
-use super::{BUDGET_LINK, LINK_GRID, MIN_RUNGS};
+use super::{BUDGET_LINK, MIN_RUNGS};
 use crate::Result;
 
 /// What a prediction is for: the strategy, the write and the link (None: unknown).
@@ -179,14 +179,15 @@ impl Predictor {
     }
 
     /// The rung chosen among `perfs` (an index), and with the link unknown its worst relative
-    /// regret over [`LINK_GRID`].
+    /// regret over the plausible links ([`estimate::plausible_links`] of the config's
+    /// ceiling).
     pub(super) fn choose(&self, ask: &Ask<'_>, perfs: &[RungPerf]) -> (Option<usize>, Option<f64>) {
         let (keep, margin) = (self.cfg.keep_threshold, self.cfg.margin);
         match ask.link {
             Some(l) => (estimate::choose(ask.strategy, ask.model, perfs, l, keep, margin), None),
             None => {
-                let (c, r) =
-                    estimate::minimax_regret(ask.strategy, ask.model, perfs, &LINK_GRID, keep);
+                let links = estimate::plausible_links(self.cfg.link_ceiling);
+                let (c, r) = estimate::minimax_regret(ask.strategy, ask.model, perfs, &links, keep);
                 (c, Some(r))
             }
         }
@@ -216,6 +217,7 @@ fn codec_level(priors: &Priors, spec: CodecSpec, measured: &[RungEstimate]) -> f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::predict::PredictConfig;
     use adz_control::reference;
 
     /// A candidate's cost is guessed at its own codec's measured level, not at other codecs':
@@ -246,5 +248,24 @@ mod tests {
             "geometric mean of 4 and 9"
         );
         assert_eq!(codec_level(&Priors::builtin(), zstd, &[]), INITIAL_LEVEL);
+    }
+
+    /// An unknown link that the sink bounds (an object store's upload) is not checked against
+    /// links the sink cannot reach: a rung that halves the bytes at a third of the speed is the
+    /// safer start up to 360 MB/s, and the timid one only on links of GB/s.
+    #[test]
+    fn an_unknown_link_is_one_the_sink_can_reach() {
+        const MB: f64 = 1e6;
+        let model = WriteModel::new(1 << 30, 2, 1 << 20);
+        // lz4:25-like and zstd:1-like on 2 threads: 3 GB/s and 1 GB/s aggregate.
+        let perfs = [RungPerf::new(1500.0 * MB, 3.5), RungPerf::new(500.0 * MB, 6.8)];
+        let ask = Ask { strategy: Strategy::Throughput, model: &model, link: None };
+        let anywhere = Predictor::new(PredictConfig::default());
+        assert_eq!(anywhere.choose(&ask, &perfs).0, Some(0), "up to 12 GB/s: the fast rung");
+        let bounded =
+            Predictor::new(PredictConfig { link_ceiling: Some(360.0 * MB), ..Default::default() });
+        let (choice, regret) = bounded.choose(&ask, &perfs);
+        assert_eq!(choice, Some(1), "up to 360 MB/s: the rung that stores half");
+        assert!(regret.is_some_and(|r| r < 0.5), "{regret:?}");
     }
 }

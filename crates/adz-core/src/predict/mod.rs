@@ -118,6 +118,11 @@ pub struct PredictConfig {
     /// Each rung's prior speed and ratio: the built-in reference table, or one measured on
     /// this machine (`adz profile`). Default built-in.
     pub priors: Priors,
+    /// The fastest an unknown link can be, bytes/s, where the sink bounds it (an object
+    /// store's upload: its streams times a request's rate, `Upload::rate_ceiling`). The start
+    /// for an unknown link is then the least regret over the links up to it
+    /// ([`estimate::plausible_links`]). Default None: up to 12 GB/s.
+    pub link_ceiling: Option<f64>,
 }
 
 impl Default for PredictConfig {
@@ -142,6 +147,7 @@ impl Default for PredictConfig {
             margin: 0.05,
             filters: Filters::NONE,
             priors: Priors::builtin(),
+            link_ceiling: None,
         }
     }
 }
@@ -232,7 +238,8 @@ pub struct Prediction {
     /// scaled by the measured speed level, the best measured ratio. None: the start was
     /// measured, or is raw.
     pub extrapolated: Option<RungEstimate>,
-    /// With the link unknown: the start's worst relative regret over [`LINK_GRID`].
+    /// With the link unknown: the start's worst relative regret over the plausible links
+    /// ([`LINK_GRID`], or up to [`PredictConfig::link_ceiling`]).
     pub regret: Option<f64>,
     /// The pipeline's CPU seconds per raw byte besides compressing that the write time was
     /// reckoned with ([`PredictConfig::path_cost`], or measured on the sample).
@@ -324,7 +331,7 @@ impl Predictor {
 
     /// Predict the write `sample` stands for (`sample.data_len` bytes) under `strategy`,
     /// through a link of `link` bytes/s (None: unknown; the start is then the minimax-regret
-    /// choice over [`LINK_GRID`]).
+    /// choice over [`LINK_GRID`], or up to [`PredictConfig::link_ceiling`]).
     pub fn predict(
         &mut self,
         sample: &Sample,

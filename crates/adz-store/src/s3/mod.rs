@@ -63,6 +63,7 @@ use tokio::task::JoinHandle;
 use self::errors::{remote_error, remote_other};
 pub use self::parts::{PartSizes, DEFAULT_PART, MAX_PART, MAX_PARTS, MIN_PART};
 use self::upload::S3Upload;
+pub use self::upload::REQUEST_RATE;
 use crate::{
     validate_name, validate_prefix, Error, ObjectMeta, RemoteKind, Result, RetryPolicy, Retrying,
     Storage, Tail, Upload,
@@ -579,6 +580,22 @@ mod tests {
         assert!(msg.contains("--s3-allow-http"), "{msg}");
         assert!(S3Storage::new("bucket", http.clone().allow_http(true)).is_ok());
         assert!(S3Storage::new("Bad_Bucket", http.allow_http(true)).is_err());
+    }
+
+    /// A writer bounds the link it does not know yet by the upload's streams (nothing is
+    /// sent to make the upload).
+    #[test]
+    fn an_upload_bounds_its_rate_by_its_streams() {
+        let config = S3Config::default()
+            .credentials("k", "s")
+            .endpoint("http://127.0.0.1:1")
+            .allow_http(true);
+        for streams in [1, 4, 16] {
+            let store = S3Storage::new("bucket", config.clone().streams(streams)).unwrap();
+            let upload = store.create("a.adz").unwrap();
+            assert_eq!(upload.rate_ceiling(), Some(streams as f64 * REQUEST_RATE));
+            upload.abort().unwrap();
+        }
     }
 
     #[test]

@@ -6,6 +6,14 @@ use std::sync::Mutex;
 use super::*;
 use crate::Transfer;
 
+/// What one request (one part in flight) of a single client's upload plausibly carries,
+/// bytes/s: AWS's guideline for S3 is one concurrent request per 85-90 MB/s of throughput
+/// wanted ("Performance guidelines for Amazon S3", horizontal scaling of connections). A
+/// writer uses it to bound the link it does not know yet ([`Upload::rate_ceiling`]); erring low
+/// on a faster store costs little, because there a part's answer, which measures the link,
+/// comes soon.
+pub const REQUEST_RATE: f64 = 90e6;
+
 /// The parts' requests as the link saw them: how many are active, and the integral of that
 /// count over time, from which a finished part learns how many shared the link with it.
 #[derive(Debug)]
@@ -264,6 +272,11 @@ impl Upload for S3Upload {
         let mut f = self.flights.lock().unwrap_or_else(|p| p.into_inner());
         out.append(&mut f.done);
         true
+    }
+
+    /// The parts in flight ([`S3Config::streams`]) times [`REQUEST_RATE`].
+    fn rate_ceiling(&self) -> Option<f64> {
+        Some(self.shared.config.streams.max(1) as f64 * REQUEST_RATE)
     }
 
     fn commit(mut self: Box<Self>) -> Result<u64> {

@@ -406,6 +406,25 @@ pub fn extrapolate_start(
 pub const LINK_GRID: [f64; 10] =
     [25e6, 50e6, 117e6, 250e6, 500e6, 1200e6, 2500e6, 4000e6, 6000e6, 12000e6];
 
+/// The links an unknown link is checked against when it can be no faster than `ceiling`
+/// bytes/s (None: [`LINK_GRID`]): the grid's links below the ceiling, and the ceiling.
+///
+/// ```
+/// use adz_core::predict::{estimate::plausible_links, LINK_GRID};
+///
+/// assert_eq!(plausible_links(None), LINK_GRID.to_vec());
+/// assert_eq!(plausible_links(Some(360e6)), vec![25e6, 50e6, 117e6, 250e6, 360e6]);
+/// assert_eq!(plausible_links(Some(10e6)), vec![10e6]);
+/// ```
+pub fn plausible_links(ceiling: Option<f64>) -> Vec<f64> {
+    let Some(top) = ceiling.filter(|c| c.is_finite() && *c > 0.0) else {
+        return LINK_GRID.to_vec();
+    };
+    let mut links: Vec<f64> = LINK_GRID.iter().copied().filter(|&l| l < top).collect();
+    links.push(top);
+    links
+}
+
 /// The start when the link is unknown: the option (rung index or `None` for raw) whose
 /// worst relative regret over `links` is smallest. The regret of an option at a link is
 /// `T(option) / T(best option for that link) - 1` under `strategy`'s objective: write time for
