@@ -36,7 +36,8 @@ pub struct WriteOptions {
     pub size_hint: Option<u64>,
     /// With `link: Auto`, a guess of the link (bytes/s) for the prediction; the controller
     /// still measures the link. None: the prediction picks the start with the least regret
-    /// over links from 25 MB/s to 12 GB/s.
+    /// over links from 25 MB/s to 12 GB/s, or up to what the upload can carry where it says
+    /// (`Upload::rate_ceiling`: an S3 upload's parts in flight; decision 0060).
     pub link_guess: Option<f64>,
     /// Each rung's prior speed and ratio, for the controller and the prediction: the
     /// built-in reference table (the default), or one measured on this machine by `adz
