@@ -403,7 +403,8 @@ fn run_on(sim: &SimConfig, strategy: Strategy, link: f64, segs: &[Segment]) -> S
 /// Diagnostic, not a check: S1's decisions in the simulator on `$ADZ_SIM_FILE` (a table's
 /// name) at `$ADZ_SIM_LINK` MB/s, one line per block; with `$ADZ_SIM_THROTTLE` set, as
 /// through the throttle ([`through_throttle`]); with `$ADZ_SIM_SHADOWS` set, with shadow
-/// compression (either way).
+/// compression (either way); with `$ADZ_SIM_STRATEGY` (e.g. `prolong=1.5`), that strategy's
+/// decisions instead of S1's (not through the throttle).
 #[test]
 #[ignore]
 fn decisions_of_s1() {
@@ -420,7 +421,9 @@ fn decisions_of_s1() {
     } else {
         let mut sim = SimConfig::new(THREADS, link);
         sim.shadows = shadows;
-        run_on(&sim, Strategy::Throughput, link, segs)
+        let strategy = std::env::var("ADZ_SIM_STRATEGY")
+            .map_or(Strategy::Throughput, |s| s.parse().expect("a strategy"));
+        run_on(&sim, strategy, link, segs)
     };
     for b in &r.blocks {
         eprintln!(
