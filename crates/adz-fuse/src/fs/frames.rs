@@ -2,11 +2,16 @@
 //! (so that two reads never decode the same frame at once), and read-ahead for sequential
 //! readers.
 //!
-//! Read-ahead: a handle whose reads follow each other (within [`SLACK`], as the kernel's
-//! parallel requests arrive a little out of order) gets one worker thread that decodes the
+//! Read-ahead: a handle whose reads follow each other gets one worker thread that decodes the
 //! next frames, up to the window, a few at a time in parallel (through the `Reader`'s threads),
 //! into the shared cache. Memory: the window is at most a quarter of the cache, at most
 //! [`MAX_WORKERS`] workers run, and each holds at most `threads` frames outside the cache.
+//!
+//! "Follow each other" allows for reordering: the kernel has up to one request in flight per
+//! FUSE thread, and the threads answer them in any order. A read that starts within
+//! [`SLACK`], or within as many of its own lengths as there are FUSE threads, of where the
+//! sequence's reads end, either side, continues it. (With 1 MiB requests and four threads, a
+//! fixed 256 KiB slack took a reordered pair for a random reader and reset the read-ahead.)
 //!
 //! A dataset's parts are separate readers: where the window reaches past a part's end, the
 //! first frames of the next part are read ahead too, and a read that then starts the next part
@@ -27,7 +32,7 @@ type Key = (u64, usize);
 type Decoded = adz_core::Result<Vec<FrameBytes>>;
 
 /// A read that starts within this many bytes of where the handle's previous reads ended
-/// continues the sequence.
+/// continues the sequence (at least; see [`Frames::reach`]).
 pub(super) const SLACK: u64 = 256 << 10;
 /// Read-ahead workers running at once, for the whole mount.
 pub(super) const MAX_WORKERS: usize = 4;
@@ -79,10 +84,12 @@ pub(super) struct Frames {
     workers: AtomicUsize,
     /// Raw bytes read ahead of a sequential reader (0: none).
     window: u64,
+    /// Requests the kernel may have in flight at once (the FUSE threads).
+    in_flight: u64,
 }
 
 impl Frames {
-    pub(super) fn new(cache_bytes: u64, read_ahead: u64) -> Frames {
+    pub(super) fn new(cache_bytes: u64, read_ahead: u64, in_flight: usize) -> Frames {
         adz_core::reader::recycle_frame_buffers(RECYCLED_BYTES);
         Frames {
             cache: Mutex::new(FrameCache::new(cache_bytes)),
@@ -91,7 +98,14 @@ impl Frames {
             counters: Arc::default(),
             workers: AtomicUsize::new(0),
             window: read_ahead.min(cache_bytes / 4),
+            in_flight: in_flight.max(1) as u64,
         }
+    }
+
+    /// How far from the sequence's end a read of `len` bytes may start and still continue
+    /// it: the requests in flight with it, of its length, may be answered before it.
+    fn reach(&self, len: u64) -> u64 {
+        SLACK.max(len.saturating_mul(self.in_flight))
     }
 
     /// Frame `key` from the cache, after waiting for a decode of it under way.
@@ -176,11 +190,12 @@ impl Frames {
         let mut s = lock(seq);
         let index = r.reader.index();
         let at = index.frames_for(off..off + 1).start;
+        let reach = self.reach(end - off);
         if s.reader != r.id {
             match s.following.take() {
                 // The sequence goes on into the part read ahead: keep its streak and what
                 // was asked for.
-                Some((p, want, next)) if p.id == r.id && off <= SLACK => {
+                Some((p, want, next)) if p.id == r.id && off <= reach => {
                     *s = Seq {
                         reader: r.id,
                         current: Some(p),
@@ -203,7 +218,7 @@ impl Frames {
                 }
             }
         }
-        let sequential = off <= s.end.saturating_add(SLACK) && end.saturating_add(SLACK) >= s.end;
+        let sequential = off <= s.end.saturating_add(reach) && end.saturating_add(reach) >= s.end;
         if sequential {
             s.streak += 1;
             s.end = s.end.max(end);
@@ -219,11 +234,11 @@ impl Frames {
             return;
         }
         let entries = index.entries();
-        // Drop-behind: raw frames the sequence has passed (by more than SLACK) leave the
+        // Drop-behind: raw frames the sequence has passed (by more than `reach`) leave the
         // cache, their buffers going to the next fetches. A raw frame costs a pread and one
         // checksum to fetch again; keeping it would fault a fresh buffer per frame until the
         // cache is full. Compressed frames stay cached.
-        let passed = index.frames_for(off.saturating_sub(SLACK)..off + 1).start;
+        let passed = index.frames_for(off.saturating_sub(reach)..off + 1).start;
         if passed > s.behind {
             let mut c = lock(&self.cache);
             for (k, e) in entries.iter().enumerate().take(passed).skip(s.behind) {
@@ -377,6 +392,36 @@ mod tests {
             .collect()
     }
 
+    /// The streak of a handle whose 512 KiB reads are answered in the order `order` (in
+    /// requests), through a mount of `in_flight` FUSE threads.
+    fn streak_of(order: &[u64], in_flight: usize) -> u32 {
+        let text: Vec<u8> = b"delta epsilon ".iter().copied().cycle().take(8 << 20).collect();
+        let (_t, r) = opened(&text, "zstd:1", 3);
+        let frames = Arc::new(Frames::new(256 << 20, 1 << 20, in_flight));
+        let seq = Arc::new(Mutex::new(Seq::default()));
+        for &k in order {
+            let (off, end) = (k * (512 << 10), (k + 1) * (512 << 10));
+            let need = r.reader.index().frames_for(off..end);
+            frames.after_read(&r, &seq, off, end, need.end, None);
+        }
+        let streak = lock(&seq).streak;
+        // Let a read-ahead worker finish before the file goes.
+        while frames.workers.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        streak
+    }
+
+    #[test]
+    fn reads_answered_out_of_order_still_continue_the_sequence() {
+        // Four FUSE threads: a request may be answered three requests early or late.
+        let order = [0, 3, 1, 2, 4, 7, 5, 6];
+        assert_eq!(streak_of(&order, 4), 8);
+        // One thread answers in order: the same reads are a random reader's.
+        assert!(streak_of(&order, 1) < 4);
+        assert_eq!(streak_of(&[0, 1, 2, 3, 4, 5, 6, 7], 1), 8);
+    }
+
     #[test]
     fn a_sequential_reader_releases_the_raw_frames_it_passed_and_keeps_compressed_ones() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -388,16 +433,18 @@ mod tests {
                 x as u8
             })
             .collect();
-        let frames = Arc::new(Frames::new(256 << 20, 0));
+        let frames = Arc::new(Frames::new(256 << 20, 0, 4));
         // No read-ahead (window 0): nothing is released either.
         let (_t, raw) = opened(&noise, "zstd:3", 1);
         assert!(raw.reader.index().entries().iter().all(|e| e.stored_raw()));
         assert!(read_in_order(&frames, &raw).iter().all(|&c| c));
 
-        let frames = Arc::new(Frames::new(256 << 20, 128 << 10));
+        let frames = Arc::new(Frames::new(256 << 20, 128 << 10, 4));
         let cached = read_in_order(&frames, &raw);
-        // The frames more than SLACK behind the last read (128 KiB) are gone; those stay.
-        let (n, kept) = (cached.len(), ((SLACK + (128 << 10)) / (64 << 10)) as usize);
+        // The frames more than `reach` (4 x 128 KiB) behind the last read (128 KiB) are
+        // gone; those stay.
+        let (n, kept) =
+            (cached.len(), ((frames.reach(128 << 10) + (128 << 10)) / (64 << 10)) as usize);
         assert!(cached[..n - kept].iter().all(|&c| !c), "{cached:?}");
         assert!(cached[n - kept..].iter().all(|&c| c), "{cached:?}");
 

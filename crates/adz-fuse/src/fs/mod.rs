@@ -312,7 +312,11 @@ impl AdzFs {
             throttle: opts.throttle,
             read_only: opts.read_only,
             decode_threads: opts.decode_threads,
-            frames: Arc::new(Frames::new(opts.cache_bytes, opts.read_ahead_bytes)),
+            frames: Arc::new(Frames::new(
+                opts.cache_bytes,
+                opts.read_ahead_bytes,
+                opts.fuse_threads,
+            )),
             state: Mutex::new(state),
             is_root: nix::unistd::geteuid().is_root(),
             streams: Arc::default(),
