@@ -327,3 +327,48 @@ fn a_raw_path_cost_known_before_the_write_keeps_the_start_raw_where_it_fills_the
     // At 10GbE the same cost leaves CPU to spare, and the mix compresses a share.
     assert!(compressed(TEN_GBE, 0.5e-9, 0.2e-9) > 0, "at 1200 MB/s nothing compressed");
 }
+
+/// An application that computes on both cores while its write goes on (an asynchronous
+/// checkpoint behind a solver's sweeps, for half a raw write's time per round): the write is
+/// hidden behind the computing, and every CPU second compression takes lengthens it. S1 must
+/// count the application's CPU time, which the process clock shows (decision 0062), and buy
+/// only the ratio that keeps the link within the round: at 1GbE a cheap LZ4 rung where, blind
+/// to the application, it took zstd:1 and wrote 20 % slower; at 1200 MB/s a mix with fewer
+/// compressed blocks (each block's compression shares the cores with the computing, so every
+/// rung alone writes slower than raw).
+#[test]
+fn s1_counts_an_applications_computing_on_the_same_cores() {
+    let data = anchored(
+        "text",
+        &[
+            ("lz4:50", 1300.0, 1.5),
+            ("lz4:1", 500.0, 2.1),
+            ("zstd:1", 250.0, 3.5),
+            ("zstd:3", 120.0, 3.8),
+        ],
+    );
+    let write = |link: f64, reported: bool| {
+        // Half a raw write's time on both cores per byte.
+        let app = App { cpu_per_byte: 2.0 * 0.5 / link, reported };
+        let stretches = [Stretch { blocks: 256, data: data.clone() }];
+        let (compressed, time, all_raw, _) =
+            cpu_link_and_app(link, 5.9e9, app, &stretches, true, &mut |_| {});
+        let zstd = compressed[0].iter().filter(|c| c.id().name() == "zstd").count();
+        (compressed[0].len(), zstd, time / all_raw)
+    };
+    let (_, blind_zstd, blind) = write(GBE, false);
+    let (_, zstd, seen) = write(GBE, true);
+    eprintln!(
+        "1GbE: blind {blind:.3} of raw's time ({blind_zstd} zstd), seen {seen:.3} ({zstd} zstd)"
+    );
+    assert!(blind_zstd > 128, "blind to the application S1 took zstd ({blind_zstd} blocks)");
+    assert!(zstd < 32, "{zstd} of 256 blocks at zstd while the application computes");
+    assert!(seen <= 0.92 * blind, "{seen:.3} of raw's time against {blind:.3} blind");
+
+    let (blind_compressed, _, blind) = write(TEN_GBE, false);
+    let (compressed, _, seen) = write(TEN_GBE, true);
+    eprintln!("1200 MB/s: blind {blind:.3} ({blind_compressed} compressed), seen {seen:.3} ({compressed})");
+    assert!(compressed < blind_compressed, "{compressed} compressed, {blind_compressed} blind");
+    assert!(seen < 0.95, "{seen:.3} of raw's time");
+    assert!(seen < blind, "{seen:.3} of raw's time against {blind:.3} blind");
+}

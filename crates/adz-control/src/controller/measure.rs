@@ -153,11 +153,14 @@ pub struct SinkMeasurement {
     /// the write's elapsed time, from which the controller learns what the whole pipeline costs per
     /// raw byte (see [`Controller::pipeline_raw_speed`](crate::Controller::pipeline_raw_speed)).
     pub waited: Duration,
-    /// CPU time the pipeline's threads spent (the feeder reading and cutting blocks, the
-    /// workers, the sequencer) since the previous sink measurement (zero: not measured); not
-    /// the application's own computing. Less the workers' compression time, it is what moving
-    /// the raw bytes costs (reads, copies, checksums, writes), which the sink's clock alone
-    /// cannot tell while the link is the bottleneck.
+    /// CPU time the writing process spent since the previous sink measurement (zero: not
+    /// measured): the pipeline's threads (the feeder reading and cutting blocks, the workers,
+    /// the sequencer) and whatever else runs in the process, such as an application that
+    /// computes while an asynchronous write goes on, or other writers. Less the workers'
+    /// compression time, it is what each raw byte costs the cores besides its compression
+    /// (reads, copies, checksums, writes, and the computing that shares the cores with them),
+    /// which the sink's clock alone cannot tell while the link is the bottleneck
+    /// (decision 0062).
     pub cpu: Duration,
 }
 

@@ -325,6 +325,32 @@ pub fn cpu_and_link_observed(
     report_cpu: bool,
     on_decision: &mut dyn FnMut(&Decision),
 ) -> (Vec<Vec<CodecSpec>>, f64, f64, Controller) {
+    let app = App { cpu_per_byte: 0.0, reported: false };
+    cpu_link_and_app(link, pipe_raw, app, stretches, report_cpu, on_decision)
+}
+
+/// An application that computes on the same cores while the write goes on (an asynchronous
+/// write behind a solver's sweeps), for [`cpu_link_and_app`].
+#[derive(Clone, Copy)]
+pub struct App {
+    /// CPU-seconds it computes per raw byte written.
+    pub cpu_per_byte: f64,
+    /// Whether the sink's CPU time counts it (the process clock does; the pipeline's threads'
+    /// clock does not).
+    pub reported: bool,
+}
+
+/// [`cpu_and_link_observed`] with an application computing `app.cpu_per_byte` on the same
+/// CPUs: each block waits for its share of that computing as for the raw path (the write of a
+/// round cannot end before the computing that shares its cores).
+pub fn cpu_link_and_app(
+    link: f64,
+    pipe_raw: f64,
+    app: App,
+    stretches: &[Stretch],
+    report_cpu: bool,
+    on_decision: &mut dyn FnMut(&Decision),
+) -> (Vec<Vec<CodecSpec>>, f64, f64, Controller) {
     const MIB: u64 = 1 << 20;
     const WALL_PER_CPU: f64 = 2.2;
     let (threads, cpus, buffers) = (2usize, 2.0f64, 6usize);
@@ -353,7 +379,9 @@ pub fn cpu_and_link_observed(
             let p = if raw { Perf { speed: 25e9, ratio: 1.0 } } else { st.data.perf(d.codec) };
             let work = MIB as f64 / p.speed;
             let room = if k >= buffers { ends[k - buffers] } else { 0.0 };
-            cpu_clock = cpu_clock.max(room) + (path + if raw { 0.0 } else { work }) / cpus;
+            let computing = app.cpu_per_byte * MIB as f64;
+            cpu_clock =
+                cpu_clock.max(room) + (computing + path + if raw { 0.0 } else { work }) / cpus;
             let stored = if raw { MIB } else { (MIB as f64 / p.ratio) as u64 };
             ctl.record_block(&BlockMeasurement {
                 decision: d,
@@ -370,7 +398,8 @@ pub fn cpu_and_link_observed(
             let busy = bytes as f64 / link;
             sink_end = start + busy;
             ends.push(sink_end);
-            let spent = path + if raw { 0.0 } else { work };
+            let spent =
+                path + if raw { 0.0 } else { work } + if app.reported { computing } else { 0.0 };
             ctl.record_sink(&SinkMeasurement {
                 bytes,
                 busy: Duration::from_secs_f64(busy),
@@ -383,7 +412,9 @@ pub fn cpu_and_link_observed(
         }
         per_stretch.push(compressed);
     }
-    let all_raw = k as f64 * (MIB as f64 / pipe_raw).max((MIB + 48) as f64 / link);
+    let all_raw = k as f64
+        * (MIB as f64 / pipe_raw + app.cpu_per_byte * MIB as f64 / cpus)
+            .max((MIB + 48) as f64 / link);
     (per_stretch, sink_end, all_raw, ctl)
 }
 

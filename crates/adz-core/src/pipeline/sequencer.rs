@@ -40,8 +40,10 @@ struct Sequencer<'a> {
     /// When the last append ended (None before the first frame: its wait is the write's
     /// start-up, not the pipeline's pace).
     last_end: Option<Instant>,
-    /// The sequencer's own CPU time is counted from here (see `SinkMeasurement::cpu`).
+    /// The sequencer's own CPU time is counted from here.
     cpu_mark: Option<cpu_time::ThreadTime>,
+    /// The process's CPU time is counted from here (see `SinkMeasurement::cpu`).
+    process_mark: Option<cpu_time::ProcessTime>,
     mix_buffers: MixBuffers,
     observer: Option<Box<dyn Observer>>,
     /// When the writer was created.
@@ -77,6 +79,7 @@ pub(super) fn sequencer(
         backlogged: false,
         last_end: None,
         cpu_mark: None,
+        process_mark: None,
         mix_buffers: MixBuffers::new(grow),
         observer,
         started,
@@ -110,6 +113,7 @@ impl Sequencer<'_> {
         self.out.sink_busy = t0.elapsed();
         self.out.file_offset = head.len() as u64;
         self.cpu_mark = cpu_time::ThreadTime::try_now().ok();
+        self.process_mark = cpu_time::ProcessTime::try_now().ok();
     }
 
     /// Write frame `d` (the next in order), account for it and let its buffers go.
@@ -135,7 +139,17 @@ impl Sequencer<'_> {
         let waited = self.last_end.map_or(Duration::ZERO, |e| t0.saturating_duration_since(e));
         self.last_end = Some(end);
         count_cpu(&self.shared.cpu_ns, &mut self.cpu_mark);
-        let cpu = Duration::from_nanos(self.shared.cpu_ns.swap(0, Ordering::Relaxed));
+        let pipeline_cpu = Duration::from_nanos(self.shared.cpu_ns.swap(0, Ordering::Relaxed));
+        // The whole process's CPU time: an application computing while the write goes on
+        // shares the cores with the pipeline (decision 0062). The pipeline's threads alone
+        // where the process clock cannot be read.
+        let cpu = match (cpu_time::ProcessTime::try_now().ok(), self.process_mark) {
+            (Some(now), Some(then)) => {
+                self.process_mark = Some(now);
+                now.as_duration().saturating_sub(then.as_duration())
+            }
+            _ => pipeline_cpu,
+        };
         let this_backlogged = self.backlogged;
         while let Ok(more) = done_rx.try_recv() {
             self.waiting.insert(more.seq, more);

@@ -111,8 +111,8 @@ pub(super) struct Shared {
     pub(super) raw_written: AtomicU64,
     pub(super) stored_written: AtomicU64,
     /// CPU time (ns) the pipeline's threads spent (the feeder cutting and reading blocks, the
-    /// workers) that the sequencer has not reported yet (`SinkMeasurement::cpu`). Not the
-    /// application's own computing: that is no cost of moving its bytes.
+    /// workers) that the sequencer has not reported yet: `SinkMeasurement::cpu` where the
+    /// process's CPU clock, which also counts the application's computing, cannot be read.
     pub(super) cpu_ns: AtomicU64,
     /// Shadow measurements made, their CPU time and the blocks' own compression CPU time
     /// (ns), for the summary.

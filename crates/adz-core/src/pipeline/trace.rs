@@ -77,8 +77,9 @@ pub struct TraceRecord {
     pub link_high_mbs: Option<f64>,
     /// Time the sink took for this frame, seconds.
     pub sink_s: f64,
-    /// CPU time the pipeline's threads (feeder, workers, sequencer) spent since the previous
-    /// frame was written, seconds: what the controller is told (`SinkMeasurement::cpu`).
+    /// CPU time the process spent since the previous frame was written, seconds: the
+    /// pipeline's threads (feeder, workers, sequencer) and the application computing beside
+    /// them; what the controller is told (`SinkMeasurement::cpu`, decision 0062).
     pub pipeline_cpu_s: f64,
     /// The frame was waiting when the previous write ended (the sink is the bottleneck).
     pub backlogged: bool,
