@@ -143,13 +143,14 @@ impl Sequencer<'_> {
         // The whole process's CPU time: an application computing while the write goes on
         // shares the cores with the pipeline (decision 0062). The pipeline's threads alone
         // where the process clock cannot be read.
-        let cpu = match (cpu_time::ProcessTime::try_now().ok(), self.process_mark) {
-            (Some(now), Some(then)) => {
-                self.process_mark = Some(now);
-                now.as_duration().saturating_sub(then.as_duration())
-            }
+        let now = cpu_time::ProcessTime::try_now().ok();
+        let cpu = match (now, self.process_mark) {
+            (Some(now), Some(then)) => now.as_duration().saturating_sub(then.as_duration()),
             _ => pipeline_cpu,
         };
+        if now.is_some() {
+            self.process_mark = now;
+        }
         let this_backlogged = self.backlogged;
         while let Ok(more) = done_rx.try_recv() {
             self.waiting.insert(more.seq, more);
