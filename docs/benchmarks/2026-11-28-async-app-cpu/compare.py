@@ -1,8 +1,9 @@
-import csv, sys, statistics, collections, math
-# cmp2.py a-runs b-runs: S1 median time per cell per build, b/a ratio (time), and ratio
+import csv, os, sys, statistics, collections, math
+ROOT = os.environ.get('ROOT', '/dev/shm')
+# compare.py A-RUNS B-RUNS (comma-separated folders under $ROOT, default /dev/shm): S1 median time per cell per build, b/a ratio (time), and ratio
 def load(name):
     out = collections.defaultdict(dict)
-    for r in csv.DictReader(open(f"/dev/shm/{name}/results.csv")):
+    for r in csv.DictReader(open(f"{ROOT}/{name}/results.csv")):
         if r['kind'] in ('static','raw') or r['config']=='s1':
             out[(r['workload'], float(r['link_mbs']), r['dataset'])][r['config']] = (float(r['seconds']), float(r['ratio']))
     return out
@@ -19,5 +20,5 @@ for k in sorted(A[0]):
     g[(k[0],'speed')].append(a/b); g[(k[0],'a')].append(best[0]/a); g[(k[0],'b')].append(best[0]/b)
     print(f"| {k[0]} | {int(k[1])} | {k[2]} | {a:.3f} ({med(A,'s1',1):.2f}) | {b:.3f} ({med(B,'s1',1):.2f}) | {a/b:.3f} | {best[1]} {best[0]:.3f} | {best[0]/a:.3f} | {best[0]/b:.3f} |")
 gm = lambda v: math.exp(sum(map(math.log, v))/len(v))
-for w in ('async','sync'):
+for w in sorted({k[0] for k in A[0]}):
     print(f"\n{w}: new/base speed {gm(g[(w,'speed')]):.3f}; S1/best static base {gm(g[(w,'a')]):.3f}, new {gm(g[(w,'b')]):.3f}")
