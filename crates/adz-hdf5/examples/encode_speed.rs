@@ -4,9 +4,18 @@
 //! a static codec (`lz4:1`, `zstd:1`, `none`; `,noshuffle` appended: no shuffle) or `s1@RATE`
 //! (adaptive S1 through RATE bytes/s, one controller for all passes as in one process).
 //! Prints MB/s (best of 5 passes) and ratio; for S1 also the codecs of the last pass's chunks
-//! in runs (`ADZ_TRACE=1`: of every pass).
+//! in runs (`ADZ_TRACE=1`: of every pass). MODE `oracle@RATE` times every chunk at each of
+//! [`ORACLE_RUNGS`] (best of 3) and prints, for a serial write through RATE bytes/s (encode,
+//! then send), each rung's time, and the time of the best rung chosen chunk by chunk in
+//! hindsight: what no adaptive choice can beat.
 
 use std::time::Instant;
+
+/// The static rungs [`oracle`] chooses from, chunk by chunk.
+const ORACLE_RUNGS: [&str; 10] = [
+    "none", "lz4:50", "lz4:8", "lz4:1", "zstd:-4", "zstd:-1", "zstd:1", "zstd:2", "zstd:3",
+    "zstd:6",
+];
 
 use adz_core::control::Strategy;
 use adz_hdf5::{describe_chunk, encode_chunk, FilterChoice, Mode, Params};
@@ -33,6 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let raw: usize = chunks.iter().map(|c| c.2.len()).sum();
     let mut out = Vec::new();
     for mode in modes {
+        if let Some(rate) = mode.strip_prefix("oracle@") {
+            oracle(&chunks, rate.parse()?)?;
+            continue;
+        }
         let (spec, filters) = match mode.strip_suffix(",noshuffle") {
             Some(s) => (s, FilterChoice::None),
             None => (mode.as_str(), FilterChoice::Auto),
@@ -83,6 +96,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    Ok(())
+}
+
+/// Each chunk at each of [`ORACLE_RUNGS`] (one thread, best of 3): the serial write time of
+/// every rung alone, and of the best rung per chunk, through `rate` bytes/s.
+fn oracle(chunks: &[(u32, u32, &[u8])], rate: f64) -> Result<(), Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    let mut per_rung = Vec::new();
+    let mut best = vec![f64::INFINITY; chunks.len()];
+    for spec in ORACLE_RUNGS {
+        let mode = Mode::Static(spec.parse()?);
+        let (mut total, mut stored) = (0.0, 0usize);
+        for (k, &(elem_size, type_class, c)) in chunks.iter().enumerate() {
+            let p =
+                Params { mode, filters: FilterChoice::Auto, elem_size, type_class, chunk_bytes: 0 };
+            let mut secs = f64::INFINITY;
+            for _ in 0..3 {
+                let t = Instant::now();
+                encode_chunk(&p, c, &mut out)?;
+                secs = secs.min(t.elapsed().as_secs_f64());
+            }
+            let serial = secs + out.len() as f64 / rate;
+            best[k] = best[k].min(serial);
+            total += serial;
+            stored += out.len();
+        }
+        per_rung.push((spec, total, stored));
+    }
+    let raw: usize = chunks.iter().map(|c| c.2.len()).sum();
+    let oracle: f64 = best.iter().sum();
+    for (spec, total, stored) in &per_rung {
+        let ratio = raw as f64 / *stored as f64;
+        println!(
+            "  {spec:<8} serial {total:.3} s  ratio {ratio:.3}  oracle / it {:.3}",
+            total / oracle
+        );
+    }
+    let fastest = per_rung.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    println!(
+        "oracle@{rate:.0}: best rung per chunk {oracle:.3} s, best single rung {fastest:.3} s \
+         (the oracle gains {:.1} %)",
+        (fastest / oracle - 1.0) * 100.0
+    );
     Ok(())
 }
 

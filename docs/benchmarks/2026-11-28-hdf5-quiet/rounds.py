@@ -1,0 +1,55 @@
+"""Issue 26's goal 2 measured again on a quiet machine, with the filters interleaved: every
+serial filter of ../2026-11-27-hdf5-real/bench.py writes one data set through the throttled
+file object, once each, in an order rotated from round to round, and each round is a fresh
+process (so adz's per-process controller starts cold, as a user's job does), after one
+untimed write without a filter.
+
+Usage: python rounds.py REAL_HDF5 OUTDIR DATA ROUND [RATE_MB_S]
+  DATA: real | vpic. Prints one CSV line per filter: data,round,position,filter,seconds,ratio
+  (ratio: raw bytes over stored chunk bytes of the file written).
+"""
+
+import importlib.util
+import os
+import sys
+
+import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location(
+    "hdf5real", os.path.join(HERE, "..", "2026-11-27-hdf5-real", "bench.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def stored_bytes(path, names):
+    with h5py.File(path) as f:
+        return sum(f[n].id.get_storage_size() for n in names)
+
+
+def main():
+    real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    rate = float(sys.argv[5]) * 1e6 if len(sys.argv) > 5 else 117e6
+    if data == "real":
+        arrays, chunking = bench.real_datasets(real), bench.chunks_for
+    else:
+        arrays, chunking = bench.vpic_datasets(), bench.vpic_chunks
+    raw = sum(a.nbytes for a in arrays.values())
+    serial = [(n, kw) for n, kw, threads in bench.filters() if threads is None]
+    k = rnd % len(serial)
+    order = serial[k:] + serial[:k]
+    path = os.path.join(out, f"round-{data}.h5")
+    # One untimed write first: the process's first write pays for page faults and HDF5's
+    # set-up, whichever filter it uses.
+    bench.write(path, arrays, chunking, {}, None, rate)
+    os.remove(path)
+    for pos, (name, kw) in enumerate(order):
+        t = bench.write(path, arrays, chunking, kw, None, rate)
+        bench.check(path, arrays)
+        ratio = raw / stored_bytes(path, arrays)
+        print(f"{data},{rnd},{pos},{name},{t:.4f},{ratio:.4f}", flush=True)
+        os.remove(path)
+
+
+if __name__ == "__main__":
+    main()
