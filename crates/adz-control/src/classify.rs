@@ -3,13 +3,13 @@
 //! The class picks the controller that decides the block (see [`crate::ClassedController`]):
 //! blocks of one class should compress alike, so that one model can learn them. The look is
 //! the order-0 entropy of a sample of the block's bytes: [`SAMPLE_WINDOWS`] windows of
-//! [`WINDOW`] bytes spread evenly over the block (4 KiB of a 1 MiB block: about a
-//! microsecond), bucketed at [`BOUNDS`]. Order-0 entropy tells sparse data (runs of zeros,
-//! padding: under 3 bits per byte), text and markup (3..6), binary numbers and machine code
-//! (6..7.8; a smooth field of doubles with noise in its low bytes measures about 7.6) and
-//! compressed or random data (above 7.8; a 4 KiB sample of random bytes or of an .xz file
-//! measures 7.95) apart, which are the kinds whose speed and ratio differ by several
-//! times at every rung.
+//! [`WINDOW`] bytes spread evenly over the block (4 KiB of a 1 MiB block: 1.5-2.6 us on the
+//! 2-core VM, `cargo bench -p adz-control --bench classify`), bucketed at [`BOUNDS`]. Order-0
+//! entropy tells sparse data (runs of zeros, padding: under 3 bits per byte), text and markup
+//! (3..6), binary numbers and machine code (6..7.8; a smooth field of doubles with noise in
+//! its low bytes measures about 7.6) and compressed or random data (above 7.8; a 4 KiB sample
+//! of random bytes or of an .xz file measures 7.95) apart, which are the kinds whose speed and
+//! ratio differ by several times at every rung.
 
 /// Bytes per sample window.
 pub const WINDOW: usize = 256;
@@ -24,47 +24,82 @@ pub fn classify(block: &[u8]) -> u8 {
     if block.is_empty() {
         return 0;
     }
-    let mut hist = [0u32; 256];
-    let mut n = 0u32;
+    let mut hist = Histogram::default();
     if block.len() <= WINDOW * SAMPLE_WINDOWS {
-        for &b in block {
-            hist[b as usize] += 1;
-        }
-        n = block.len() as u32;
+        hist.add(block);
     } else {
         let stride = (block.len() - WINDOW) / (SAMPLE_WINDOWS - 1);
         for w in 0..SAMPLE_WINDOWS {
             let start = w * stride;
-            for &b in &block[start..start + WINDOW] {
-                hist[b as usize] += 1;
-            }
-            n += WINDOW as u32;
+            hist.add(&block[start..start + WINDOW]);
         }
     }
-    let h = hist_entropy(&hist, f64::from(n));
-    1 + BOUNDS.iter().filter(|&&b| h >= b).count() as u8
+    class_of(hist.entropy())
+}
+
+/// The class [`classify`] gives a sample of `entropy` bits per byte (1 ..= 4).
+pub fn class_of(entropy: f64) -> u8 {
+    1 + BOUNDS.iter().filter(|&&b| entropy >= b).count() as u8
 }
 
 /// Order-0 entropy of all of `bytes`, bits per byte (0 for none): what [`classify`] buckets,
-/// for callers that look at their own windows (the predictor's probes).
+/// for callers that look at their own windows (the predictor's probes; a probe of
+/// `WINDOW * SAMPLE_WINDOWS` bytes or fewer is in `class_of(entropy(probe))` exactly when
+/// `classify(probe)` puts it there).
 pub fn entropy(bytes: &[u8]) -> f64 {
-    let mut hist = [0u32; 256];
-    for &b in bytes {
-        hist[b as usize] = hist[b as usize].saturating_add(1);
-    }
-    hist_entropy(&hist, bytes.len() as f64)
+    let mut hist = Histogram::default();
+    hist.add(bytes);
+    hist.entropy()
 }
 
-/// Order-0 entropy in bits per byte of a histogram of `n` bytes.
-fn hist_entropy(hist: &[u32; 256], n: f64) -> f64 {
-    let n = n.max(1.0);
-    hist.iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = f64::from(c) / n;
-            -p * p.log2()
-        })
-        .sum()
+/// Byte counts, kept in four tables that take every fourth byte each: a run of equal bytes
+/// (sparse data, the common case of class 1) then increments four counters in turn rather
+/// than one, whose every increment waits for the previous one's store.
+struct Histogram {
+    tables: [[u32; 256]; 4],
+    n: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram { tables: [[0; 256]; 4], n: 0 }
+    }
+}
+
+impl Histogram {
+    fn add(&mut self, bytes: &[u8]) {
+        let mut quads = bytes.chunks_exact(4);
+        let [t0, t1, t2, t3] = &mut self.tables;
+        for q in &mut quads {
+            t0[q[0] as usize] += 1;
+            t1[q[1] as usize] += 1;
+            t2[q[2] as usize] += 1;
+            t3[q[3] as usize] += 1;
+        }
+        for &b in quads.remainder() {
+            self.tables[0][b as usize] += 1;
+        }
+        self.n += bytes.len() as u64;
+    }
+
+    /// Order-0 entropy of the bytes counted, bits per byte (0 for none).
+    fn entropy(&self) -> f64 {
+        let n = self.n.max(1) as f64;
+        let mut total = [0u64; 256];
+        for t in &self.tables {
+            for (sum, &c) in total.iter_mut().zip(t) {
+                *sum += u64::from(c);
+            }
+        }
+        total
+            .into_iter()
+            .filter(|&c| c > 0)
+            .map(|c| {
+                let p = c as f64 / n;
+                -p * p.log2()
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]
@@ -118,6 +153,50 @@ mod tests {
         assert_eq!(classify(&random), 4);
         assert_eq!(classify(&random[..100]), 3, "100 random bytes measure under 7.8 bits");
         assert_eq!(classify(&[]), 0);
+    }
+
+    #[test]
+    fn a_short_sample_is_in_the_class_of_its_entropy() {
+        // The predictor's probes take their class from their entropy (one look, not two).
+        let mut s = 3;
+        let mut classes = Vec::new();
+        for len in [1, 100, 1000, 4096] {
+            let mut data: Vec<u8> = (0..len).map(|_| splitmix(&mut s) as u8).collect();
+            // Random, then more and more zeros, then a few distinct bytes: every class.
+            for step in [0, 8, 3, 2, 1] {
+                if step > 0 {
+                    data.iter_mut().step_by(step).for_each(|b| *b = 0);
+                }
+                let c = classify(&data);
+                assert_eq!(class_of(entropy(&data)), c, "len {len}, every {step}th zeroed");
+                classes.push(c);
+            }
+            let text: Vec<u8> = (0..len).map(|i| b"abcdefghijklmnop"[i % 16]).collect();
+            assert_eq!(class_of(entropy(&text)), classify(&text), "len {len}, text");
+            classes.push(classify(&text));
+        }
+        classes.sort_unstable();
+        classes.dedup();
+        assert_eq!(classes, [1, 2, 3, 4], "the cases cover every class");
+    }
+
+    #[test]
+    fn the_histogram_counts_every_byte_once() {
+        // Lengths around the four tables' stride, and runs of one byte.
+        for len in [0usize, 1, 3, 4, 5, 7, 8, 9, 4097] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 3) as u8).collect();
+            let mut h = Histogram::default();
+            h.add(&bytes);
+            let counts: Vec<u64> =
+                (0..3).map(|b| h.tables.iter().map(|&t| u64::from(t[b])).sum()).collect();
+            let want: Vec<u64> =
+                (0..3).map(|b| bytes.iter().filter(|&&x| x == b as u8).count() as u64).collect();
+            assert_eq!(counts, want, "len {len}");
+            assert_eq!(h.n, len as u64);
+        }
+        let third = -(1.0f64 / 3.0).log2();
+        let h = entropy(&(0..3000).map(|i| (i % 3) as u8).collect::<Vec<_>>());
+        assert!((h - third).abs() < 1e-12, "{h}");
     }
 
     #[test]

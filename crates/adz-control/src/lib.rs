@@ -123,7 +123,7 @@ mod timeline;
 pub use adz_format::{CodecSpec, FilterSpec, Filters};
 
 pub use crate::classed::{new_control, ClassedController, MAX_CLASSES};
-pub use crate::classify::{classify, entropy};
+pub use crate::classify::{class_of, classify, entropy};
 pub use crate::controller::{
     start_filters, BlockContext, BlockMeasurement, Control, Controller, ControllerConfig, Decision,
     LinkEstimate, Mode, Reason, ShadowMeasurement, SinkMeasurement, Status, FILTER_PROBE_BYTES,

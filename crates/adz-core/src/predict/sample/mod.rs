@@ -7,8 +7,9 @@
 //! slices in the same bytes are short ones. So the data is first **probed**:
 //! [`SampleConfig::probes`] windows of `PROBE_LEN` bytes, one per equal stretch, each given
 //! its entropy class (`adz_control::classify`, the class the writer gives every block; about
-//! 3 us a probe), an eighth of them first. If those see one class and their entropy hardly
-//! varies (`ENTROPY_SPREAD`), the slices are placed as for data of one kind, as before.
+//! 2-3 us a probe besides its read), an eighth of them first. If those see one class and
+//! their entropy hardly varies (`ENTROPY_SPREAD`), the slices are placed as for data of one
+//! kind, as before.
 //! Otherwise all probes are looked at and the sample is **stratified by class** within the
 //! same bytes: each class gets bytes in proportion to its share of the probes (at least a
 //! minimum slice) and slices at evenly spaced probes of that class, each slice kept within its
@@ -446,11 +447,11 @@ pub(super) mod tests {
         assert_eq!(s.slices.iter().map(|x| (x.0, x.1.len())).collect::<Vec<_>>(), plan);
         assert_eq!(s.kinds, [(2, 1.0)]);
         assert!(s.spread.is_none() && s.classes.is_empty());
-        // Only the first eighth of the probes were looked at (twice: class and entropy).
+        // Only the first eighth of the probes were looked at (once: the class is the entropy's).
         let probes = cfg.probe_plan(data.len() as u64, data.len() as u64).len();
         assert!(probes > 100, "{probes}");
         let first = probes.div_ceil(PROBE_FIRST) as u64;
-        assert_eq!(s.look_bytes, 2 * first * PROBE_LEN as u64);
+        assert_eq!(s.look_bytes, first * PROBE_LEN as u64);
         for i in 0..3 {
             assert_eq!(s.weight(i), data.len() as f64 / 3.0);
         }
