@@ -4,9 +4,10 @@ file object, once each, in an order rotated from round to round, and each round 
 process (so adz's per-process controller starts cold, as a user's job does), after one
 untimed write without a filter.
 
-Usage: python rounds.py REAL_HDF5 OUTDIR DATA ROUND [RATE_MB_S]
+Usage: python rounds.py REAL_HDF5 OUTDIR DATA ROUND [RATE_MB_S | local]
   DATA: real | vpic. Prints one CSV line per filter: data,round,position,filter,seconds,ratio
-  (ratio: raw bytes over stored chunk bytes of the file written).
+  (ratio: raw bytes over stored chunk bytes of the file written). `local`: written by HDF5's
+  own file driver to OUTDIR, no link.
 """
 
 import importlib.util
@@ -29,7 +30,8 @@ def stored_bytes(path, names):
 
 def main():
     real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    rate = float(sys.argv[5]) * 1e6 if len(sys.argv) > 5 else 117e6
+    arg = sys.argv[5] if len(sys.argv) > 5 else "117"
+    rate = None if arg == "local" else float(arg) * 1e6
     if data == "real":
         arrays, chunking = bench.real_datasets(real), bench.chunks_for
     else:
