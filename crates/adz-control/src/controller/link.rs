@@ -240,6 +240,24 @@ impl LinkMeter {
         self.writes_rate()
     }
 
+    /// The link speed in use for a strategy that paces itself below the link (S2, S3): as
+    /// [`get`](LinkMeter::get), but while every segment between blocked writes spans a wait
+    /// of the writer, never below the accept rate. A strategy that compresses more than the
+    /// link needs writes slower than the link takes and its writes wait for its frames; the
+    /// drain rate of such segments is the writer's own pace, a lower bound of the link. Aimed
+    /// at as the link, it sent S2 to slower rungs, whose output read slower still (the source
+    /// tar through 1200 MB/s: 0.23-1.14 s, docs/benchmarks/2026-11-28-real-strategies). The
+    /// accept rate (the time inside the write calls) leaves the waits out; a buffer can make
+    /// it read fast, which only makes S2 and S3 end early. Once a segment without a wait has
+    /// measured the link, the drain rate stands.
+    pub(super) fn get_paced(&self) -> Option<f64> {
+        let rate = self.get()?;
+        if self.transfers.is_some() || self.drain.rate().is_some() {
+            return Some(rate);
+        }
+        Some(self.accept.get().map_or(rate, |a| rate.max(a)))
+    }
+
     /// What the writes say: the drain rate, else the sustained runs' rate, else the accept
     /// rate.
     fn writes_rate(&self) -> Option<f64> {
@@ -372,6 +390,31 @@ mod tests {
             m.add(frame as u64, now - start, waited, waited == 0.0);
         }
         m
+    }
+
+    #[test]
+    fn a_writer_slower_than_the_link_is_not_taken_for_the_link_when_pacing() {
+        // 1 MiB frames, each written in 1.2 ms (blocked: a fast link, 874 MB/s in the call),
+        // each after the writer waited 3 ms for it (it compresses at 250 MB/s).
+        let mut m = LinkMeter::new(32.0 * 1048576.0);
+        let (frame, busy, wait) = (1048576.0, 1.2e-3, 3e-3);
+        for _ in 0..64 {
+            m.add(frame as u64, busy, wait, false);
+        }
+        let own_pace = frame / (busy + wait);
+        // Every segment spans a wait: the drain rate is the writer's pace, a lower bound.
+        let rate = m.get().unwrap();
+        assert!((rate / own_pace - 1.0).abs() < 0.01, "{rate} vs the writer's {own_pace}");
+        // A strategy pacing itself below the link does not aim at its own pace.
+        let paced = m.get_paced().unwrap();
+        assert!((paced / (frame / busy) - 1.0).abs() < 0.01, "{paced}");
+        // Where the link has been the bottleneck (a segment without a wait), the drain rate
+        // stands, although a buffer makes the accept rate read faster.
+        let m = chunked(4.0 * 1048576.0, 65536.0, 3e5, 600, (4, 5e-3));
+        let (rate, paced) = (m.get().unwrap(), m.get_paced().unwrap());
+        assert!(m.accept.get().unwrap() > 1.2 * L);
+        assert_eq!(rate, paced);
+        assert!((paced / L - 1.0).abs() < 0.02, "{paced}");
     }
 
     #[test]

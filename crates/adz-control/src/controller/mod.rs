@@ -244,9 +244,13 @@ impl Controller {
     }
 
     /// The link speed in use: the fixed one, or the measured one (None before the first sink
-    /// measurement).
+    /// measurement); for a strategy other than S1, never below the writes' accept rate (see
+    /// `LinkMeter::get_paced`).
     pub fn link(&self) -> Option<f64> {
-        self.fixed_link.or_else(|| self.link.get())
+        self.fixed_link.or_else(|| match self.cfg.strategy {
+            Strategy::Throughput => self.link.get(),
+            _ => self.link.get_paced(),
+        })
     }
 
     /// What the sink's writes say of the link, with its bounds and whether it is settled
