@@ -54,20 +54,38 @@ pub fn entropy(bytes: &[u8]) -> f64 {
 
 /// Byte counts, kept in four tables that take every fourth byte each: a run of equal bytes
 /// (sparse data, the common case of class 1) then increments four counters in turn rather
-/// than one, whose every increment waits for the previous one's store.
+/// than one, whose every increment waits for the previous one's store. The tables are u32
+/// (4 KiB, in L1 with room to spare) and are folded into 64-bit totals before any of them
+/// could overflow.
 struct Histogram {
     tables: [[u32; 256]; 4],
+    /// Bytes counted in `tables` since they were last folded into `folded`.
+    unfolded: u64,
+    folded: [u64; 256],
     n: u64,
 }
 
+/// Bytes counted between folds: no table counter can pass `u32::MAX`.
+const FOLD_BYTES: u64 = 1 << 32;
+
 impl Default for Histogram {
     fn default() -> Histogram {
-        Histogram { tables: [[0; 256]; 4], n: 0 }
+        Histogram { tables: [[0; 256]; 4], unfolded: 0, folded: [0; 256], n: 0 }
     }
 }
 
 impl Histogram {
     fn add(&mut self, bytes: &[u8]) {
+        // (On a 32-bit target no slice reaches FOLD_BYTES.)
+        for piece in bytes.chunks(usize::try_from(FOLD_BYTES).unwrap_or(usize::MAX)) {
+            if self.unfolded + piece.len() as u64 > FOLD_BYTES {
+                self.fold();
+            }
+            self.count(piece);
+        }
+    }
+
+    fn count(&mut self, bytes: &[u8]) {
         let mut quads = bytes.chunks_exact(4);
         let [t0, t1, t2, t3] = &mut self.tables;
         for q in &mut quads {
@@ -77,21 +95,37 @@ impl Histogram {
             t3[q[3] as usize] += 1;
         }
         for &b in quads.remainder() {
-            self.tables[0][b as usize] += 1;
+            t0[b as usize] += 1;
         }
+        self.unfolded += bytes.len() as u64;
         self.n += bytes.len() as u64;
     }
 
-    /// Order-0 entropy of the bytes counted, bits per byte (0 for none).
-    fn entropy(&self) -> f64 {
-        let n = self.n.max(1) as f64;
-        let mut total = [0u64; 256];
+    /// Adds the tables into the 64-bit totals and clears them.
+    fn fold(&mut self) {
+        for t in &mut self.tables {
+            for (sum, c) in self.folded.iter_mut().zip(t.iter_mut()) {
+                *sum += u64::from(std::mem::take(c));
+            }
+        }
+        self.unfolded = 0;
+    }
+
+    /// Every byte value's count.
+    fn counts(&self) -> [u64; 256] {
+        let mut total = self.folded;
         for t in &self.tables {
             for (sum, &c) in total.iter_mut().zip(t) {
                 *sum += u64::from(c);
             }
         }
         total
+    }
+
+    /// Order-0 entropy of the bytes counted, bits per byte (0 for none).
+    fn entropy(&self) -> f64 {
+        let n = self.n.max(1) as f64;
+        self.counts()
             .into_iter()
             .filter(|&c| c > 0)
             .map(|c| {
@@ -187,12 +221,16 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|i| (i % 3) as u8).collect();
             let mut h = Histogram::default();
             h.add(&bytes);
-            let counts: Vec<u64> =
-                (0..3).map(|b| h.tables.iter().map(|&t| u64::from(t[b])).sum()).collect();
             let want: Vec<u64> =
                 (0..3).map(|b| bytes.iter().filter(|&&x| x == b as u8).count() as u64).collect();
-            assert_eq!(counts, want, "len {len}");
+            assert_eq!(h.counts()[..3], want[..], "len {len}");
             assert_eq!(h.n, len as u64);
+            // Folded part way, the same counts.
+            let mut f = Histogram::default();
+            f.add(&bytes[..len / 2]);
+            f.fold();
+            f.add(&bytes[len / 2..]);
+            assert_eq!(f.counts(), h.counts(), "len {len}, folded");
         }
         let third = -(1.0f64 / 3.0).log2();
         let h = entropy(&(0..3000).map(|i| (i % 3) as u8).collect::<Vec<_>>());
