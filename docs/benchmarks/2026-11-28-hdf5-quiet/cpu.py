@@ -2,7 +2,6 @@
 adz lz4:1 and hdf5plugin's LZ4: are they single-threaded, and where does adz's time go?
 Usage: python cpu.py REAL_HDF5 OUTDIR DATA (real | vpic). Prints the third of three writes."""
 
-import importlib.util
 import os
 import resource
 import sys
@@ -12,11 +11,7 @@ import hdf5plugin
 
 import adz.hdf5
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "hdf5real", os.path.join(HERE, "..", "2026-11-27-hdf5-real", "bench.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from common import bench
 
 
 def main():

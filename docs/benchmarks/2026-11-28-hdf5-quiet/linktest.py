@@ -9,17 +9,12 @@ time of a write is taken as throttled minus local; file_bytes over it is the rat
 throttled file delivered.
 """
 
-import importlib.util
 import os
 import sys
 
 import adz.hdf5
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "hdf5real", os.path.join(HERE, "..", "2026-11-27-hdf5-real", "bench.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from common import bench
 
 
 def main():

@@ -10,17 +10,12 @@ Usage: python rounds.py REAL_HDF5 OUTDIR DATA ROUND [RATE_MB_S | local]
   own file driver to OUTDIR, no link.
 """
 
-import importlib.util
 import os
 import sys
 
 import h5py
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "hdf5real", os.path.join(HERE, "..", "2026-11-27-hdf5-real", "bench.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from common import bench
 
 
 def stored_bytes(path, names):
