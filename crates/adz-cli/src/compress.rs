@@ -382,14 +382,15 @@ fn print_summary(input: &str, output: &str, s: &WriteSummary, known_link: Option
     );
     let configs: Vec<String> = s.configs.iter().map(|(c, n)| format!("{c} x{n}")).collect();
     eprintln!("  strategy {}: {}", s.strategy, configs.join(", "));
-    // A settled drain rate comes with its interval; before that the link was read from how
-    // fast the output took data, which a buffer (pipe, TCP, page cache) inflates.
+    // A settled drain rate comes with its interval. An unsettled figure is the output's accept
+    // rate, or a drain rate whose segments still disagree (a reader that drains in bursts):
+    // a buffer (pipe, TCP, page cache) can make either read fast.
     let measured = match (s.link, s.link_interval) {
         (None, _) => "not measured".to_owned(),
         (Some(l), Some((low, high))) => {
             format!("{:.1} MB/s, 95 % within {:.1}-{:.1}", mb(l), mb(low), mb(high))
         }
-        (Some(l), None) => format!("{:.1} MB/s from the output's accept rate", mb(l)),
+        (Some(l), None) => format!("{:.1} MB/s, not settled", mb(l)),
     };
     match known_link.or(s.link) {
         Some(link) => eprintln!(
@@ -400,7 +401,9 @@ fn print_summary(input: &str, output: &str, s: &WriteSummary, known_link: Option
             } else if let Some((low, high)) = s.link_interval {
                 format!(" (measured, 95 % within {:.1}-{:.1})", mb(low), mb(high))
             } else {
-                " (measured from the output's accept rate, which a buffer inflates)".to_owned()
+                " (measured from the output's writes, not settled: a buffer in front of the link \
+                 can make it read fast)"
+                    .to_owned()
             },
             s.raw_bytes as f64 / link,
             (s.raw_bytes as f64 / link) / s.seconds.max(1e-9),
