@@ -22,8 +22,9 @@ pub struct WriteSummary {
     pub link: Option<f64>,
     /// The measured link's 95 % interval (low, high), bytes/s, once the sink had blocked often
     /// enough for its drain rate to be known (`adz_control::LinkEstimate`, decision 0033);
-    /// None with a given link, or while only the rate the output accepted data at is known,
-    /// which a buffer (a pipe, TCP, the page cache) inflates.
+    /// None with a given link, or while the figure is not settled: the rate the output accepted
+    /// data at, which a buffer (a pipe, TCP, the page cache) inflates, or a drain rate whose
+    /// segments still disagree (a reader that drains in bursts).
     pub link_interval: Option<(f64, f64)>,
     /// Time the sink was busy, seconds.
     pub sink_seconds: f64,
