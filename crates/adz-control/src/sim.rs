@@ -284,6 +284,12 @@ pub struct SimConfig {
     /// link drains it at `link` bytes/s, also while the writer waits. 0 (the default): no
     /// buffer, every write takes its bytes over `link`, like the throttle's sink.
     pub sink_buffer: u64,
+    /// A cold start: the first `blocks` blocks compress `factor` times slower at the first
+    /// and less so up to the last (geometrically), as a process does whose cores, caches and
+    /// fresh memory warm up after the machine idled: `adz compress` after a few idle seconds
+    /// measured its first 1 MiB zstd:1 blocks at 44-54 MB/s per thread, ten blocks later at
+    /// its steady 400 (docs/benchmarks/2026-11-28-cold-start). `(0, 1.0)`: none.
+    pub cold: (u64, f64),
 }
 
 /// How fast a buffered sink ([`SimConfig::sink_buffer`]) takes bytes while it has room, bytes/s
@@ -307,7 +313,14 @@ impl SimConfig {
             cpu_times: true,
             shadows: false,
             sink_buffer: 0,
+            cold: (0, 1.0),
         }
+    }
+
+    /// The same configuration with a cold start ([`SimConfig::cold`]).
+    pub fn with_cold_start(mut self, blocks: u64, factor: f64) -> SimConfig {
+        self.cold = (blocks, factor);
+        self
     }
 
     /// The same configuration with `bytes` of buffer in front of the link
@@ -356,6 +369,7 @@ impl SimConfig {
                 };
                 let decision = ctl.next_block(&ctx);
                 let (jit_speed, jit_ratio) = self.jitter_for(seq);
+                let jit_speed = jit_speed / self.cold_for(seq);
                 let (speed, ratio) = if decision.codec == CodecSpec::NONE {
                     (self.raw_speed, 1.0)
                 } else {
@@ -485,6 +499,15 @@ impl SimConfig {
         }
         let u = |salt| self.uniform(seq, salt);
         (1.0 + self.jitter * (2.0 * u(1) - 1.0), 1.0 + self.jitter / 3.0 * (2.0 * u(2) - 1.0))
+    }
+
+    /// How many times slower than its steady speed block `seq` compresses ([`SimConfig::cold`]).
+    fn cold_for(&self, seq: u64) -> f64 {
+        let (blocks, factor) = self.cold;
+        if seq >= blocks || !(factor.is_finite() && factor > 1.0) {
+            return 1.0;
+        }
+        factor.powf(1.0 - seq as f64 / blocks as f64)
     }
 
     /// (wall, cpu) of a block relative to its mean wall time.

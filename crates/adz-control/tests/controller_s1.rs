@@ -409,3 +409,23 @@ fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
     let share = ctl.status().cpu_share.unwrap();
     assert!(share < 0.45, "cpu share {share} after 30 blocks at 3x");
 }
+
+#[test]
+fn a_cold_start_slows_the_first_blocks_only() {
+    // The simulator's cold start (SimConfig::with_cold_start): the first block compresses
+    // `factor` times slower than the steady speed, the last cold one barely slower, and every
+    // block after them at the data's speed; the same static write takes longer by that much.
+    let cfg = || ControllerConfig::new(Strategy::Static(spec("zstd:3")), Link::Fixed(FDR4), 1);
+    let segs = [Segment::new(40, text())];
+    let warm = SimConfig::new(1, FDR4).run(&mut Controller::new(cfg()), &segs);
+    let cold =
+        SimConfig::new(1, FDR4).with_cold_start(8, 6.0).run(&mut Controller::new(cfg()), &segs);
+    let secs = |r: &SimReport, k: usize| r.blocks[k].finish - r.blocks[k].start;
+    assert!((secs(&cold, 0) / secs(&warm, 0) - 6.0).abs() < 1e-9);
+    let last = secs(&cold, 7) / secs(&warm, 7);
+    assert!(last > 1.0 && last < 6f64.powf(0.2), "{last}");
+    for k in 8..40 {
+        assert!((secs(&cold, k) / secs(&warm, k) - 1.0).abs() < 1e-9, "block {k}");
+    }
+    assert!(cold.time() > warm.time() + 5.0 * secs(&warm, 0));
+}

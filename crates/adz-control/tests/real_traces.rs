@@ -346,7 +346,8 @@ fn s1_through_a_measured_link_on_real_files() {
 
 /// Diagnostic, not a check: S1 against the best static rung at `$ADZ_SIM_LINK` MB/s (default
 /// 117) when the simulator adds, one at a time, what a real run has and the plain simulator
-/// lacks: shadow compression, wall-time noise, jitter, a measured link through a buffer. Run:
+/// lacks: shadow compression, wall-time noise, jitter, a cold start (the first 12 blocks up to
+/// 8x slower, as after the machine idled), a measured link through a buffer. Run:
 /// `ADZ_SIM_LINK=117 cargo test -p adz-control --test real_traces -- --ignored --nocapture
 /// sensitivity`.
 #[test]
@@ -362,8 +363,10 @@ fn sensitivity_of_s1_to_real_conditions() {
         ("shadows", shadows.clone()),
         ("noise 2", base.clone().with_wall_noise(2.0, 7)),
         ("noise 3", base.clone().with_wall_noise(3.0, 7)),
-        ("jitter .2", base.with_jitter(0.2, 7)),
-        ("shad+noise2", shadows.with_wall_noise(2.0, 7)),
+        ("jitter .2", base.clone().with_jitter(0.2, 7)),
+        ("shad+noise2", shadows.clone().with_wall_noise(2.0, 7)),
+        ("cold 8x/12", base.clone().with_cold_start(12, 8.0)),
+        ("shad+cold", shadows.with_cold_start(12, 8.0)),
     ];
     let speeds = |f: &dyn Fn(&[Segment]) -> f64| -> String {
         let (mut logs, mut line) = (0.0, String::new());
@@ -404,7 +407,9 @@ fn run_on(sim: &SimConfig, strategy: Strategy, link: f64, segs: &[Segment]) -> S
 /// name) at `$ADZ_SIM_LINK` MB/s, one line per block; with `$ADZ_SIM_THROTTLE` set, as
 /// through the throttle ([`through_throttle`]); with `$ADZ_SIM_SHADOWS` set, with shadow
 /// compression (either way); with `$ADZ_SIM_STRATEGY` (e.g. `prolong=1.5`), that strategy's
-/// decisions instead of S1's (not through the throttle).
+/// decisions instead of S1's (not through the throttle); with `$ADZ_SIM_COLD` (e.g. `8`), after
+/// a cold start whose first 12 blocks compress up to that many times slower
+/// ([`SimConfig::with_cold_start`]; not through the throttle).
 #[test]
 #[ignore]
 fn decisions_of_s1() {
@@ -421,6 +426,9 @@ fn decisions_of_s1() {
     } else {
         let mut sim = SimConfig::new(THREADS, link);
         sim.shadows = shadows;
+        if let Ok(c) = std::env::var("ADZ_SIM_COLD") {
+            sim = sim.with_cold_start(12, c.parse().expect("a factor"));
+        }
         let strategy = std::env::var("ADZ_SIM_STRATEGY")
             .map_or(Strategy::Throughput, |s| s.parse().expect("a strategy"));
         run_on(&sim, strategy, link, segs)
