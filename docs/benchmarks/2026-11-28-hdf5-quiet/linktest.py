@@ -15,14 +15,12 @@ import sys
 import adz.hdf5
 
 from common import bench
+from rounds import load
 
 
 def main():
     real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    if data == "real":
-        arrays, chunking = bench.real_datasets(real), bench.chunks_for
-    else:
-        arrays, chunking = bench.vpic_datasets(), bench.vpic_chunks
+    arrays, chunking = load(real, data)
     filters = [("lz4:1", adz.hdf5.Adz(codec="lz4:1")), ("zstd:1", adz.hdf5.Adz(codec="zstd:1")),
                ("none", {})]
     for link in ["117MB/s", "100MB/s", "90MB/s"]:

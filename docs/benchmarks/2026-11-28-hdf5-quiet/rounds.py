@@ -23,19 +23,22 @@ def stored_bytes(path, names):
         return sum(f[n].id.get_storage_size() for n in names)
 
 
-def main():
-    real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    arg = sys.argv[5] if len(sys.argv) > 5 else "117"
-    rate = None if arg == "local" else float(arg) * 1e6
+def load(real, data):
+    """The arrays of data set `data` (real | vpic) and their chunking."""
     if data == "real":
-        arrays, chunking = bench.real_datasets(real), bench.chunks_for
-    else:
-        arrays, chunking = bench.vpic_datasets(), bench.vpic_chunks
+        return bench.real_datasets(real), bench.chunks_for
+    return bench.vpic_datasets(), bench.vpic_chunks
+
+
+def run_round(real, out, data, rnd, filters, rate, prefix="round"):
+    """One round: every (name, keywords) of `filters` writes the data set once, in an order
+    rotated by `rnd`, through the throttled file at `rate` bytes/s (None: locally), after one
+    untimed write without a filter; prints one CSV line per filter."""
+    arrays, chunking = load(real, data)
     raw = sum(a.nbytes for a in arrays.values())
-    serial = [(n, kw) for n, kw, threads in bench.filters() if threads is None]
-    k = rnd % len(serial)
-    order = serial[k:] + serial[:k]
-    path = os.path.join(out, f"round-{data}.h5")
+    k = rnd % len(filters)
+    order = filters[k:] + filters[:k]
+    path = os.path.join(out, f"{prefix}-{data}.h5")
     # One untimed write first: the process's first write pays for page faults and HDF5's
     # set-up, whichever filter it uses.
     bench.write(path, arrays, chunking, {}, None, rate)
@@ -47,6 +50,13 @@ def main():
         print(f"{data},{rnd},{pos},{name},{t:.4f},{ratio:.4f}", flush=True)
         os.remove(path)
 
+
+def main():
+    real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    arg = sys.argv[5] if len(sys.argv) > 5 else "117"
+    rate = None if arg == "local" else float(arg) * 1e6
+    serial = [(n, kw) for n, kw, threads in bench.filters() if threads is None]
+    run_round(real, out, data, rnd, serial, rate)
 
 if __name__ == "__main__":
     main()

@@ -11,14 +11,13 @@ Usage: python rungs.py REAL_HDF5 OUTDIR DATA ROUND
 import os
 import sys
 
-import h5py
 import hdf5plugin
 
 import adz.hdf5
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "2026-11-28-hdf5-quiet"))
-from common import bench  # noqa: E402
+from rounds import run_round  # noqa: E402
 
 ADZ_RUNGS = ["lz4:50", "lz4:16", "lz4:8", "lz4:4", "lz4:2", "lz4:1",
              "zstd:-4", "zstd:-1", "zstd:1", "zstd:3"]
@@ -40,24 +39,7 @@ def filters():
 
 def main():
     real, out, data, rnd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    if data == "real":
-        arrays, chunking = bench.real_datasets(real), bench.chunks_for
-    else:
-        arrays, chunking = bench.vpic_datasets(), bench.vpic_chunks
-    raw = sum(a.nbytes for a in arrays.values())
-    every = list(filters())
-    k = rnd % len(every)
-    order = every[k:] + every[:k]
-    path = os.path.join(out, f"rungs-{data}.h5")
-    bench.write(path, arrays, chunking, {}, None, None)
-    os.remove(path)
-    for pos, (name, kw) in enumerate(order):
-        t = bench.write(path, arrays, chunking, kw, None, None)
-        bench.check(path, arrays)
-        with h5py.File(path) as f:
-            stored = sum(f[n].id.get_storage_size() for n in arrays)
-        print(f"{data},{rnd},{pos},{name},{t:.4f},{raw / stored:.4f}", flush=True)
-        os.remove(path)
+    run_round(real, out, data, rnd, list(filters()), None, prefix="rungs")
 
 
 if __name__ == "__main__":
