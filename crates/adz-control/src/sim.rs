@@ -290,6 +290,11 @@ pub struct SimConfig {
     /// measured its first 1 MiB zstd:1 blocks at 44-54 MB/s per thread, ten blocks later at
     /// its steady 400 (docs/benchmarks/2026-11-28-cold-start). `(0, 1.0)`: none.
     pub cold: (u64, f64),
+    /// A cold start as an added cost instead: the first `blocks` blocks each take up to
+    /// `seconds` longer (the first the most, decreasing linearly), whatever their rung, as a
+    /// block-by-block comparison of cold and warm writes found (0-6 ms per block). `(0, 0.0)`:
+    /// none.
+    pub cold_added: (u64, f64),
 }
 
 /// How fast a buffered sink ([`SimConfig::sink_buffer`]) takes bytes while it has room, bytes/s
@@ -314,12 +319,19 @@ impl SimConfig {
             shadows: false,
             sink_buffer: 0,
             cold: (0, 1.0),
+            cold_added: (0, 0.0),
         }
     }
 
     /// The same configuration with a cold start ([`SimConfig::cold`]).
     pub fn with_cold_start(mut self, blocks: u64, factor: f64) -> SimConfig {
         self.cold = (blocks, factor);
+        self
+    }
+
+    /// The same configuration with a cold start that adds time ([`SimConfig::cold_added`]).
+    pub fn with_cold_cost(mut self, blocks: u64, seconds: f64) -> SimConfig {
+        self.cold_added = (blocks, seconds);
         self
     }
 
@@ -388,8 +400,9 @@ impl SimConfig {
                 // Mean wall time; the CPU time is what is left without the noise.
                 let mean = raw as f64 / speed;
                 let noise = self.noise_for(seq);
-                let secs = mean * noise.0;
-                let cpu = mean * noise.1;
+                let added = self.cold_added_for(seq);
+                let secs = mean * noise.0 + added;
+                let cpu = mean * noise.1 + added;
                 // The worker is busy with the shadow too; the block's own times leave it out,
                 // as the pipeline's do.
                 let busy_worker = secs + shadow_secs * noise.0;
@@ -499,6 +512,15 @@ impl SimConfig {
         }
         let u = |salt| self.uniform(seq, salt);
         (1.0 + self.jitter * (2.0 * u(1) - 1.0), 1.0 + self.jitter / 3.0 * (2.0 * u(2) - 1.0))
+    }
+
+    /// Seconds block `seq` takes beyond its compression ([`SimConfig::cold_added`]).
+    fn cold_added_for(&self, seq: u64) -> f64 {
+        let (blocks, secs) = self.cold_added;
+        if seq >= blocks || !(secs.is_finite() && secs > 0.0) {
+            return 0.0;
+        }
+        secs * (1.0 - seq as f64 / blocks as f64)
     }
 
     /// How many times slower than its steady speed block `seq` compresses ([`SimConfig::cold`]).

@@ -429,3 +429,18 @@ fn a_cold_start_slows_the_first_blocks_only() {
     }
     assert!(cold.time() > warm.time() + 5.0 * secs(&warm, 0));
 }
+
+#[test]
+fn a_cold_cost_adds_time_to_the_first_blocks_only() {
+    // SimConfig::with_cold_cost: the first block takes `seconds` longer, the later cold ones
+    // linearly less, every block after them its own time.
+    let cfg = || ControllerConfig::new(Strategy::Static(spec("lz4:1")), Link::Fixed(FDR4), 1);
+    let segs = [Segment::new(20, text())];
+    let warm = SimConfig::new(1, FDR4).run(&mut Controller::new(cfg()), &segs);
+    let cold =
+        SimConfig::new(1, FDR4).with_cold_cost(4, 0.02).run(&mut Controller::new(cfg()), &segs);
+    let secs = |r: &SimReport, k: usize| r.blocks[k].finish - r.blocks[k].start;
+    for (k, added) in [(0, 0.02), (1, 0.015), (2, 0.01), (3, 0.005), (4, 0.0), (19, 0.0)] {
+        assert!((secs(&cold, k) - secs(&warm, k) - added).abs() < 1e-9, "block {k}");
+    }
+}

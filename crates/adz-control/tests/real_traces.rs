@@ -366,7 +366,10 @@ fn sensitivity_of_s1_to_real_conditions() {
         ("jitter .2", base.clone().with_jitter(0.2, 7)),
         ("shad+noise2", shadows.clone().with_wall_noise(2.0, 7)),
         ("cold 8x/12", base.clone().with_cold_start(12, 8.0)),
-        ("shad+cold", shadows.with_cold_start(12, 8.0)),
+        ("shad+cold", shadows.clone().with_cold_start(12, 8.0)),
+        ("cold +6ms/8", base.clone().with_cold_cost(8, 6e-3)),
+        ("cold +20ms/8", base.clone().with_cold_cost(8, 20e-3)),
+        ("shad+c20ms", shadows.with_cold_cost(8, 20e-3)),
     ];
     let speeds = |f: &dyn Fn(&[Segment]) -> f64| -> String {
         let (mut logs, mut line) = (0.0, String::new());
