@@ -346,8 +346,9 @@ fn s1_through_a_measured_link_on_real_files() {
 
 /// Diagnostic, not a check: S1 against the best static rung at `$ADZ_SIM_LINK` MB/s (default
 /// 117) when the simulator adds, one at a time, what a real run has and the plain simulator
-/// lacks: shadow compression, wall-time noise, jitter, a cold start (the first 12 blocks up to
-/// 8x slower, as after the machine idled), a measured link through a buffer. Run:
+/// lacks: shadow compression, wall-time noise, jitter, a cold start (as after the machine
+/// idled: the first 12 blocks up to 8x slower, or the first 8 a few ms longer each), a measured
+/// link through a buffer. Run:
 /// `ADZ_SIM_LINK=117 cargo test -p adz-control --test real_traces -- --ignored --nocapture
 /// sensitivity`.
 #[test]
