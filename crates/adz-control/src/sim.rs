@@ -284,17 +284,55 @@ pub struct SimConfig {
     /// link drains it at `link` bytes/s, also while the writer waits. 0 (the default): no
     /// buffer, every write takes its bytes over `link`, like the throttle's sink.
     pub sink_buffer: u64,
-    /// A cold start: the first `blocks` blocks compress `factor` times slower at the first
-    /// and less so up to the last (geometrically), as a process does whose cores, caches and
-    /// fresh memory warm up after the machine idled: `adz compress` after a few idle seconds
-    /// measured its first 1 MiB zstd:1 blocks at 44-54 MB/s per thread, ten blocks later at
-    /// its steady 400 (docs/benchmarks/2026-11-28-cold-start). `(0, 1.0)`: none.
-    pub cold: (u64, f64),
-    /// A cold start as an added cost instead: the first `blocks` blocks each take up to
-    /// `seconds` longer (the first the most, decreasing linearly), whatever their rung, as a
-    /// block-by-block comparison of cold and warm writes found (0-6 ms per block). `(0, 0.0)`:
-    /// none.
-    pub cold_added: (u64, f64),
+    /// How the process's first blocks are slowed after the machine idled ([`ColdStart`]).
+    pub cold: ColdStart,
+}
+
+/// A cold start: a process's first blocks take longer while its cores, caches and fresh
+/// memory warm up after the machine idled (docs/benchmarks/2026-11-28-cold-start).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[non_exhaustive]
+pub enum ColdStart {
+    /// None (the default).
+    #[default]
+    None,
+    /// The first `blocks` blocks compress `factor` times slower at the first and less so up
+    /// to the last (geometrically): `adz compress` after a few idle seconds measured its first
+    /// 1 MiB zstd:1 blocks at 44-54 MB/s per thread, ten blocks later at its steady 400.
+    Slower {
+        /// Blocks slowed.
+        blocks: u64,
+        /// How many times slower the first of them compresses.
+        factor: f64,
+    },
+    /// The first `blocks` blocks each take up to `seconds` longer (the first the most,
+    /// decreasing linearly), whatever their rung, as a block-by-block comparison of cold and
+    /// warm writes found (0-6 ms per block).
+    Added {
+        /// Blocks slowed.
+        blocks: u64,
+        /// Seconds added to the first of them.
+        seconds: f64,
+    },
+}
+
+impl ColdStart {
+    /// Block `seq`'s (factor on its compression time, seconds added to it).
+    fn cost(self, seq: u64) -> (f64, f64) {
+        match self {
+            ColdStart::Slower { blocks, factor }
+                if seq < blocks && factor.is_finite() && factor > 1.0 =>
+            {
+                (factor.powf(1.0 - seq as f64 / blocks as f64), 0.0)
+            }
+            ColdStart::Added { blocks, seconds }
+                if seq < blocks && seconds.is_finite() && seconds > 0.0 =>
+            {
+                (1.0, seconds * (1.0 - seq as f64 / blocks as f64))
+            }
+            _ => (1.0, 0.0),
+        }
+    }
 }
 
 /// How fast a buffered sink ([`SimConfig::sink_buffer`]) takes bytes while it has room, bytes/s
@@ -318,20 +356,13 @@ impl SimConfig {
             cpu_times: true,
             shadows: false,
             sink_buffer: 0,
-            cold: (0, 1.0),
-            cold_added: (0, 0.0),
+            cold: ColdStart::None,
         }
     }
 
-    /// The same configuration with a cold start ([`SimConfig::cold`]).
-    pub fn with_cold_start(mut self, blocks: u64, factor: f64) -> SimConfig {
-        self.cold = (blocks, factor);
-        self
-    }
-
-    /// The same configuration with a cold start that adds time ([`SimConfig::cold_added`]).
-    pub fn with_cold_cost(mut self, blocks: u64, seconds: f64) -> SimConfig {
-        self.cold_added = (blocks, seconds);
+    /// The same configuration with a cold start ([`ColdStart`]).
+    pub fn with_cold_start(mut self, cold: ColdStart) -> SimConfig {
+        self.cold = cold;
         self
     }
 
@@ -381,7 +412,8 @@ impl SimConfig {
                 };
                 let decision = ctl.next_block(&ctx);
                 let (jit_speed, jit_ratio) = self.jitter_for(seq);
-                let jit_speed = jit_speed / self.cold_for(seq);
+                let (slower, added) = self.cold.cost(seq);
+                let jit_speed = jit_speed / slower;
                 let (speed, ratio) = if decision.codec == CodecSpec::NONE {
                     (self.raw_speed, 1.0)
                 } else {
@@ -400,7 +432,6 @@ impl SimConfig {
                 // Mean wall time; the CPU time is what is left without the noise.
                 let mean = raw as f64 / speed;
                 let noise = self.noise_for(seq);
-                let added = self.cold_added_for(seq);
                 let secs = mean * noise.0 + added;
                 let cpu = mean * noise.1 + added;
                 // The worker is busy with the shadow too; the block's own times leave it out,
@@ -512,24 +543,6 @@ impl SimConfig {
         }
         let u = |salt| self.uniform(seq, salt);
         (1.0 + self.jitter * (2.0 * u(1) - 1.0), 1.0 + self.jitter / 3.0 * (2.0 * u(2) - 1.0))
-    }
-
-    /// Seconds block `seq` takes beyond its compression ([`SimConfig::cold_added`]).
-    fn cold_added_for(&self, seq: u64) -> f64 {
-        let (blocks, secs) = self.cold_added;
-        if seq >= blocks || !(secs.is_finite() && secs > 0.0) {
-            return 0.0;
-        }
-        secs * (1.0 - seq as f64 / blocks as f64)
-    }
-
-    /// How many times slower than its steady speed block `seq` compresses ([`SimConfig::cold`]).
-    fn cold_for(&self, seq: u64) -> f64 {
-        let (blocks, factor) = self.cold;
-        if seq >= blocks || !(factor.is_finite() && factor > 1.0) {
-            return 1.0;
-        }
-        factor.powf(1.0 - seq as f64 / blocks as f64)
     }
 
     /// (wall, cpu) of a block relative to its mean wall time.

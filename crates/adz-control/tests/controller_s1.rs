@@ -411,36 +411,28 @@ fn the_first_block_alone_does_not_set_the_wall_cpu_ratio() {
 }
 
 #[test]
-fn a_cold_start_slows_the_first_blocks_only() {
-    // The simulator's cold start (SimConfig::with_cold_start): the first block compresses
-    // `factor` times slower than the steady speed, the last cold one barely slower, and every
-    // block after them at the data's speed; the same static write takes longer by that much.
+fn a_cold_start_costs_the_first_blocks_only() {
+    // SimConfig::with_cold_start: ColdStart::Slower makes the first block `factor` times
+    // slower, the last cold one barely slower; ColdStart::Added adds `seconds` to the first
+    // block, linearly less to the later cold ones; every block after them takes its own time.
     let cfg = || ControllerConfig::new(Strategy::Static(spec("zstd:3")), Link::Fixed(FDR4), 1);
     let segs = [Segment::new(40, text())];
-    let warm = SimConfig::new(1, FDR4).run(&mut Controller::new(cfg()), &segs);
-    let cold =
-        SimConfig::new(1, FDR4).with_cold_start(8, 6.0).run(&mut Controller::new(cfg()), &segs);
+    let run = |cold| {
+        SimConfig::new(1, FDR4).with_cold_start(cold).run(&mut Controller::new(cfg()), &segs)
+    };
+    let warm = run(ColdStart::None);
     let secs = |r: &SimReport, k: usize| r.blocks[k].finish - r.blocks[k].start;
-    assert!((secs(&cold, 0) / secs(&warm, 0) - 6.0).abs() < 1e-9);
-    let last = secs(&cold, 7) / secs(&warm, 7);
+    let slower = run(ColdStart::Slower { blocks: 8, factor: 6.0 });
+    assert!((secs(&slower, 0) / secs(&warm, 0) - 6.0).abs() < 1e-9);
+    let last = secs(&slower, 7) / secs(&warm, 7);
     assert!(last > 1.0 && last < 6f64.powf(0.2), "{last}");
-    for k in 8..40 {
-        assert!((secs(&cold, k) / secs(&warm, k) - 1.0).abs() < 1e-9, "block {k}");
+    assert!(slower.time() > warm.time() + 5.0 * secs(&warm, 0));
+    let added = run(ColdStart::Added { blocks: 4, seconds: 0.02 });
+    for (k, s) in [(0, 0.02), (1, 0.015), (2, 0.01), (3, 0.005)] {
+        assert!((secs(&added, k) - secs(&warm, k) - s).abs() < 1e-9, "block {k}");
     }
-    assert!(cold.time() > warm.time() + 5.0 * secs(&warm, 0));
-}
-
-#[test]
-fn a_cold_cost_adds_time_to_the_first_blocks_only() {
-    // SimConfig::with_cold_cost: the first block takes `seconds` longer, the later cold ones
-    // linearly less, every block after them its own time.
-    let cfg = || ControllerConfig::new(Strategy::Static(spec("lz4:1")), Link::Fixed(FDR4), 1);
-    let segs = [Segment::new(20, text())];
-    let warm = SimConfig::new(1, FDR4).run(&mut Controller::new(cfg()), &segs);
-    let cold =
-        SimConfig::new(1, FDR4).with_cold_cost(4, 0.02).run(&mut Controller::new(cfg()), &segs);
-    let secs = |r: &SimReport, k: usize| r.blocks[k].finish - r.blocks[k].start;
-    for (k, added) in [(0, 0.02), (1, 0.015), (2, 0.01), (3, 0.005), (4, 0.0), (19, 0.0)] {
-        assert!((secs(&cold, k) - secs(&warm, k) - added).abs() < 1e-9, "block {k}");
+    for k in 8..40 {
+        assert!((secs(&slower, k) / secs(&warm, k) - 1.0).abs() < 1e-9, "block {k}");
+        assert!((secs(&added, k) - secs(&warm, k)).abs() < 1e-9, "block {k}");
     }
 }

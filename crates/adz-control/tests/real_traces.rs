@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use adz_control::sim::{DataModel, Perf, Segment, SimConfig, SimReport};
+use adz_control::sim::{ColdStart, DataModel, Perf, Segment, SimConfig, SimReport};
 use adz_control::{ClassedController, CodecSpec, ControllerConfig, Ladder, Link, Strategy};
 
 const THREADS: usize = 2;
@@ -359,6 +359,10 @@ fn sensitivity_of_s1_to_real_conditions() {
     let base = SimConfig::new(THREADS, link);
     let mut shadows = base.clone();
     shadows.shadows = true;
+    // A cold start (docs/benchmarks/2026-11-28-cold-start): the first 12 blocks up to 8x
+    // slower, or the first 8 up to `s` seconds longer each.
+    let slower = ColdStart::Slower { blocks: 12, factor: 8.0 };
+    let added = |seconds| ColdStart::Added { blocks: 8, seconds };
     let variants: Vec<(&str, SimConfig)> = vec![
         ("plain", base.clone()),
         ("shadows", shadows.clone()),
@@ -366,11 +370,11 @@ fn sensitivity_of_s1_to_real_conditions() {
         ("noise 3", base.clone().with_wall_noise(3.0, 7)),
         ("jitter .2", base.clone().with_jitter(0.2, 7)),
         ("shad+noise2", shadows.clone().with_wall_noise(2.0, 7)),
-        ("cold 8x/12", base.clone().with_cold_start(12, 8.0)),
-        ("shad+cold", shadows.clone().with_cold_start(12, 8.0)),
-        ("cold +6ms/8", base.clone().with_cold_cost(8, 6e-3)),
-        ("cold +20ms/8", base.clone().with_cold_cost(8, 20e-3)),
-        ("shad+c20ms", shadows.with_cold_cost(8, 20e-3)),
+        ("cold 8x/12", base.clone().with_cold_start(slower)),
+        ("shad+cold", shadows.clone().with_cold_start(slower)),
+        ("cold +6ms/8", base.clone().with_cold_start(added(6e-3))),
+        ("cold +20ms/8", base.clone().with_cold_start(added(20e-3))),
+        ("shad+c20ms", shadows.with_cold_start(added(20e-3))),
     ];
     let speeds = |f: &dyn Fn(&[Segment]) -> f64| -> String {
         let (mut logs, mut line) = (0.0, String::new());
@@ -431,7 +435,8 @@ fn decisions_of_s1() {
         let mut sim = SimConfig::new(THREADS, link);
         sim.shadows = shadows;
         if let Ok(c) = std::env::var("ADZ_SIM_COLD") {
-            sim = sim.with_cold_start(12, c.parse().expect("a factor"));
+            let factor = c.parse().expect("a factor");
+            sim = sim.with_cold_start(ColdStart::Slower { blocks: 12, factor });
         }
         let strategy = std::env::var("ADZ_SIM_STRATEGY")
             .map_or(Strategy::Throughput, |s| s.parse().expect("a strategy"));

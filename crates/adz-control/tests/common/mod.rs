@@ -5,7 +5,7 @@
 
 pub use std::time::Duration;
 
-pub use adz_control::sim::{DataModel, Perf, Segment, SimBlock, SimConfig, SimReport};
+pub use adz_control::sim::{ColdStart, DataModel, Perf, Segment, SimBlock, SimConfig, SimReport};
 pub use adz_control::{
     reference, BlockContext, BlockMeasurement, ClassedController, CodecSpec, Controller,
     ControllerConfig, Decision, Dtype, FilterSpec, Filters, Hint, Ladder, Link, Mode, Reason,
