@@ -416,7 +416,8 @@ fn run_on(sim: &SimConfig, strategy: Strategy, link: f64, segs: &[Segment]) -> S
 /// through the throttle ([`through_throttle`]); with `$ADZ_SIM_SHADOWS` set, with shadow
 /// compression (either way); with `$ADZ_SIM_STRATEGY` (e.g. `prolong=1.5`), that strategy's
 /// decisions instead of S1's (not through the throttle); with `$ADZ_SIM_COLD` (e.g. `8`), after
-/// a cold start whose first 12 blocks compress up to that many times slower
+/// a cold start whose first 12 blocks compress up to that many times slower, or (e.g. `+6`)
+/// whose first 8 blocks take up to that many milliseconds longer
 /// ([`SimConfig::with_cold_start`]; not through the throttle).
 #[test]
 #[ignore]
@@ -435,8 +436,13 @@ fn decisions_of_s1() {
         let mut sim = SimConfig::new(THREADS, link);
         sim.shadows = shadows;
         if let Ok(c) = std::env::var("ADZ_SIM_COLD") {
-            let factor = c.parse().expect("a factor");
-            sim = sim.with_cold_start(ColdStart::Slower { blocks: 12, factor });
+            let cold = match c.strip_prefix('+') {
+                Some(ms) => {
+                    ColdStart::Added { blocks: 8, seconds: ms.parse::<f64>().expect("ms") * 1e-3 }
+                }
+                None => ColdStart::Slower { blocks: 12, factor: c.parse().expect("a factor") },
+            };
+            sim = sim.with_cold_start(cold);
         }
         let strategy = std::env::var("ADZ_SIM_STRATEGY")
             .map_or(Strategy::Throughput, |s| s.parse().expect("a strategy"));
