@@ -3,8 +3,11 @@
 //! Every round runs each (file, link) cell once per build, and rotates the builds' order from
 //! one round to the next: on this kind of machine the first run of a cell after another cell
 //! can be up to 2x off (page cache, CPU frequency, the other build's threads winding down), and
-//! a fixed order would charge that to one build. Rows go to a CSV as soon as they are measured;
-//! the summary compares medians.
+//! a fixed order would charge that to one build. Before each run the input is read once, untimed:
+//! on the benchmark VM memory left alone for half a second is taken back by the host, and the
+//! first read of a file in /dev/shm after a pause took 4-7x longer than the next
+//! (docs/benchmarks/2026-11-29-cold-memory), which would time the host, not the build. Rows go to
+//! a CSV as soon as they are measured; the summary compares medians.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -107,6 +110,7 @@ pub fn run(plan: &AbPlan, csv: &Path) -> Result<Vec<AbRow>> {
                 for i in rotated(plan.builds.len(), round) {
                     let b = &plan.builds[i];
                     let dst = plan.tmp.join(format!("adz-bench-ab-{}.adz", b.name));
+                    warm(input)?;
                     let seconds = run_one(b, &plan.args, link, input, &dst)?;
                     let stored = std::fs::metadata(&dst)?.len().max(1);
                     let row = AbRow {
@@ -130,6 +134,22 @@ pub fn run(plan: &AbPlan, csv: &Path) -> Result<Vec<AbRow>> {
         let _ = std::fs::remove_file(plan.tmp.join(format!("adz-bench-ab-{}.adz", b.name)));
     }
     Ok(rows)
+}
+
+/// Read all of `path` and drop it, so that a timed run finds its input in memory the machine
+/// has touched just now. Returns the bytes read.
+fn warm(path: &Path) -> Result<u64> {
+    let mut f = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match std::io::Read::read(&mut f, &mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
 }
 
 fn run_one(b: &Build, args: &[String], link: f64, input: &Path, dst: &Path) -> Result<f64> {
@@ -278,6 +298,18 @@ mod tests {
             seconds,
             ratio: 2.0,
         }
+    }
+
+    #[test]
+    fn warming_reads_the_whole_input() {
+        let dir = std::env::temp_dir().join(format!("adz-ab-warm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("in.bin");
+        // Longer than the read buffer and not a multiple of it.
+        std::fs::write(&f, vec![7u8; (3 << 20) + 5]).unwrap();
+        assert_eq!(warm(&f).unwrap(), (3 << 20) + 5);
+        assert!(warm(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
