@@ -13,7 +13,12 @@
 #   throttle  adz's own `--throttle 125MB/s` to /dev/null (no zstd row: it is adz's decorator).
 # S1 auto runs write a --trace (OUT/logs/*.trace) for the estimate after 64 MiB.
 # Env: ADZ (the adz binary), TOOLS (default "s1-auto s1-given zstd-adapt"), RUNGS (the static
-# rungs, default "lz4:1 zstd:1 zstd:3"; empty for none), MINIO and CACHE as scripts/minio.sh.
+# rungs, default "lz4:1 zstd:1 zstd:3"; empty for none), MINIO and CACHE as scripts/minio.sh,
+# WARM (default 1: read the input, untimed, before every run) and ROTATE (default 1: rotate
+# the tools' order from round to round). On the benchmark VM an input left alone while other
+# cells ran reads several times slower (docs/benchmarks/2026-11-29-cold-memory); the runs of
+# real-links-2 and real-links-3 had neither (WARM=0 ROTATE=0), so the first tool of every
+# cell, S1 auto, read a cold input.
 # Output: OUT/results.csv, OUT/summary.md. Release binaries (cargo build --release -p adz-cli).
 set -euo pipefail
 
@@ -24,6 +29,8 @@ CACHE="${CACHE:-$ROOT/.cache}"
 export CACHE
 ADZ="${ADZ:-$ROOT/target/release/adz}"
 RUNGS="${RUNGS-lz4:1 zstd:1 zstd:3}"
+WARM="${WARM:-1}"
+ROTATE="${ROTATE:-1}"
 ROUNDS=3
 OUT="$CACHE/bench/real-links-2"
 SINKS="tcp s3 pv throttle"
@@ -87,7 +94,9 @@ echo "round,sink,input,tool,raw_bytes,stored_bytes,seconds,ratio,adz_link" >"$OU
 for round in $(seq 1 "$ROUNDS"); do
     for sink in $SINKS; do
         for in in "${inputs[@]}"; do
-            for tool in "${tools[@]}"; do
+            for k in "${!tools[@]}"; do
+                tool="${tools[k]}"
+                [[ "$ROTATE" == 1 ]] && tool="${tools[(k + round - 1) % ${#tools[@]}]}"
                 [[ "$sink" == throttle && "$tool" == zstd-adapt ]] && continue
                 cmd="$(tool_cmd "$tool" "$sink")"
                 name="$round-$sink-$(basename "$in")-${tool//[:@]/_}"
@@ -95,6 +104,7 @@ for round in $(seq 1 "$ROUNDS"); do
                 trace=""
                 [[ "$tool" == s1-auto* ]] && trace=" --trace $OUT/logs/$name.trace"
                 stored=""
+                [[ "$WARM" == 1 ]] && cat "$in" >/dev/null
                 case "$sink" in
                 tcp)
                     line="$cmd$trace - - <\"\$0\" >\"/dev/tcp/\$ADZ_SINK_HOST/\$ADZ_SINK_PORT\""
