@@ -283,10 +283,12 @@ pub fn saves(p: RungPerf, keep_threshold: f64) -> bool {
 /// The start rung for `strategy` among `rungs` (index into it), or `None` for raw (no rung
 /// pays), given the link:
 ///
-/// * S1 (throughput): the rung with the shortest write time, if it beats raw;
-///   rungs within `margin` of the shortest count as equally fast and the best ratio wins
-///   (the controller's own rule), ratios within [`RATIO_TIE`] counting as equal (the faster
-///   of those wins, as in the controller's S1).
+/// * S1 (throughput): of raw and the rungs, those within `margin` of the shortest write time
+///   count as equally fast and the best ratio wins (the controller's own rule), ratios within
+///   [`RATIO_TIE`] counting as equal (the faster of those wins, as in the controller's S1):
+///   raw, which saves nothing, only when every rung is clearly slower. A write bound by its
+///   raw path (the reader, the checksum) takes about as long compressed, and then the
+///   smaller output is the better one.
 /// * S2 (keep-pace): the best ratio among rungs whose write takes no longer than raw (ties
 ///   as for S1).
 /// * S3 (prolong=F): the best ratio among rungs whose write takes at most F times raw.
@@ -320,10 +322,7 @@ pub fn choose(
     match strategy.target_time(raw) {
         Some(limit) => best_ratio_within(limit),
         None => {
-            let fastest = ok.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-            if fastest >= raw {
-                return None;
-            }
+            let fastest = ok.iter().map(|x| x.1).fold(raw, f64::min);
             best_ratio_within(fastest * (1.0 + margin))
         }
     }

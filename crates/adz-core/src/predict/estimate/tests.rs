@@ -84,6 +84,22 @@ fn decision_flips_to_raw_as_the_link_passes_the_compression_speed() {
     assert!((550.0..=650.0).contains(&at), "flips at {at} MB/s");
 }
 
+/// A write that its one-thread path stage (the reader) holds to 100 MB/s takes as long raw as
+/// compressed through a 125 MB/s link: S1 then starts compressed, since the smaller output
+/// costs no time (it used to take raw, unless compression was strictly faster).
+#[test]
+fn a_write_bound_by_its_path_starts_compressed() {
+    let m = model(2).on_cores(2, 10e-9, 10e-9);
+    let rungs = [RungPerf::new(300.0 * MB, 2.5)];
+    let link = 125.0 * MB;
+    let (raw, zip) = (m.time_raw(link), m.time_compressed(rungs[0], link));
+    assert!(zip >= raw && zip <= raw * 1.05, "a tie within the margin: {raw} {zip}");
+    assert_eq!(choose(Strategy::Throughput, &m, &rungs, link, 0.97, 0.05), Some(0));
+    // Clearly slower than raw (a link far faster than compression): raw.
+    let slow = [RungPerf::new(30.0 * MB, 2.5)];
+    assert_eq!(choose(Strategy::Throughput, &model(2), &slow, 6000.0 * MB, 0.97, 0.05), None);
+}
+
 #[test]
 fn strategies_pick_their_rungs() {
     let m = model(4);
