@@ -78,8 +78,9 @@ enum Cmd {
     /// Several builds of `adz compress` side by side on the same inputs and links.
     ///
     /// Each round runs every (input, link) once per build, rotating the builds' order from
-    /// round to round; rows go to --out as they are measured, and the summary (stdout)
-    /// compares medians with the first build. Keep inputs and --tmp in /dev/shm.
+    /// round to round, each run right after an untimed read of its input; rows go to --out as
+    /// they are measured, and the summary (stdout) compares medians with the first build.
+    /// Keep inputs and --tmp in /dev/shm.
     Ab(AbArgs),
     /// Two results.csv of `run` (same plan) cell by cell: speed, ratio, rungs used.
     Compare {
