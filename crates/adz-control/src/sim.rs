@@ -288,8 +288,11 @@ pub struct SimConfig {
     pub cold: ColdStart,
 }
 
-/// A cold start: a process's first blocks take longer while its cores, caches and fresh
-/// memory warm up after the machine idled (docs/benchmarks/2026-11-28-cold-start).
+/// A cold start: a process's first blocks take longer after the machine idled
+/// (docs/benchmarks/2026-11-28-cold-start). On the benchmark VM that is memory, not the
+/// processor: buffers and codec contexts touched for the first time cost many microseconds a
+/// page until the pipeline reuses them (docs/benchmarks/2026-11-29-cold-memory), an added cost
+/// per block like [`ColdStart::Added`].
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 #[non_exhaustive]
 pub enum ColdStart {
