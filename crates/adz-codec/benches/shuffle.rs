@@ -1,12 +1,13 @@
-//! Shuffle and shuffle+lz4 on 1 MiB chunks like the HDF5 benchmark's VPIC-like file (issue 26):
-//! smooth float32 fields, sorted float32 positions, random normal float32 momenta and
-//! sequential int64 ids. `cargo bench -p adz-codec --bench shuffle`.
+//! Shuffle, bitshuffle and either followed by a codec on 1 MiB chunks like the HDF5
+//! benchmark's VPIC-like file (issue 26): smooth float32 fields, sorted float32 positions,
+//! random normal float32 momenta and sequential int64 ids.
+//! `cargo bench -p adz-codec --bench shuffle`.
 
 use std::hint::black_box;
 
 use adz_codec::{
-    apply_filters, max_compressed_len, shuffle, unshuffle, CodecContext, CodecId, CodecSpec,
-    Filters,
+    apply_filters, bitshuffle, bitunshuffle, max_compressed_len, shuffle, unshuffle, CodecContext,
+    CodecId, CodecSpec, Filters,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -65,6 +66,12 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("unshuffle", k), &k, |b, &k| {
             b.iter(|| unshuffle(k, black_box(src), &mut out))
         });
+        g.bench_with_input(BenchmarkId::new("bitshuffle", k), &k, |b, &k| {
+            b.iter(|| bitshuffle(k, black_box(src), &mut out))
+        });
+        g.bench_with_input(BenchmarkId::new("bitunshuffle", k), &k, |b, &k| {
+            b.iter(|| bitunshuffle(k, black_box(src), &mut out))
+        });
     }
     g.finish();
 
@@ -76,15 +83,17 @@ fn bench(c: &mut Criterion) {
     let mut payload = vec![0u8; bound.into_iter().max().unwrap_or(CHUNK)];
     let mut scratch = Vec::new();
     for (name, k, src) in &data {
-        let filters: Filters = format!("shuffle:{k}").parse().unwrap();
-        for spec in ["lz4:1", "zstd:-4", "zstd:1"] {
-            let spec: CodecSpec = spec.parse().unwrap();
-            g.bench_function(BenchmarkId::new(format!("{spec} shuffled"), name), |b| {
-                b.iter(|| {
-                    apply_filters(&filters, black_box(src), &mut out, &mut scratch).unwrap();
-                    black_box(ctx.compress_into(spec, &out, &mut payload).unwrap())
-                })
-            });
+        for filter in ["shuffle", "bitshuffle"] {
+            let filters: Filters = format!("{filter}:{k}").parse().unwrap();
+            for spec in ["lz4:1", "zstd:-4", "zstd:1"] {
+                let spec: CodecSpec = spec.parse().unwrap();
+                g.bench_function(BenchmarkId::new(format!("{spec} {filter}d"), name), |b| {
+                    b.iter(|| {
+                        apply_filters(&filters, black_box(src), &mut out, &mut scratch).unwrap();
+                        black_box(ctx.compress_into(spec, &out, &mut payload).unwrap())
+                    })
+                });
+            }
         }
         let spec: CodecSpec = "lz4:1".parse().unwrap();
         let mut shuffled = vec![0u8; CHUNK];

@@ -37,6 +37,7 @@
 //! never panics, writes past the destination, or allocates more than the destination plus its
 //! bounded working memory.
 
+mod bitshuffle;
 mod codecs;
 mod delta;
 mod error;
@@ -45,6 +46,7 @@ mod shuffle;
 
 pub use adz_format::{CodecId, CodecSpec, FilterId, FilterSpec, Filters};
 
+pub use crate::bitshuffle::{bitshuffle, bitunshuffle};
 pub use crate::delta::{delta_decode, delta_encode, xor_decode, xor_encode};
 pub use crate::error::{Error, Result};
 pub use crate::filter::{apply_filters, undo_filters};
