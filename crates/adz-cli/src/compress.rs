@@ -32,7 +32,7 @@ pub(crate) struct CompressArgs {
     ///   energy       the least energy per byte: compression's CPU plus storing the output for
     ///                --retention; the write takes at most --max-slowdown times the raw write
     /// The adaptive ones (not archive, static) also choose the filters
-    /// (shuffle, delta, xor) of each kind of data by measurement, unless
+    /// (shuffle, bitshuffle, delta, xor) of each kind of data by measurement, unless
     /// --filter or a filters=/dtype= hint names them.
     /// Default: static=zstd:3.
     #[arg(short, long, value_name = "STRATEGY", conflicts_with = "codec", verbatim_doc_comment)]
@@ -102,13 +102,15 @@ pub(crate) struct CompressArgs {
     pub(crate) hints: Vec<(Option<Range<u64>>, Hint)>,
     /// Filters applied to every block before the codec, in the order given (comma-separated
     /// or repeated, at most 4), recorded in each frame. shuffle:N byte-transposes N-byte
-    /// elements (N 1..255); delta:N stores differences of consecutive N-byte little-endian
-    /// integers, xor:N the XOR of consecutive N-byte words (N 1, 2, 4, 8). E.g. delta:4 for u32
-    /// counters; delta:8,shuffle:8 or xor:8,shuffle:8 for f64 fields (see docs/FILTERS.md).
-    /// With --codec none the frames keep the filtered bytes. delta and xor need a reader of
-    /// adz format 1.1 or later. Without --filter (or a filters=/dtype= hint) the adaptive
-    /// strategies choose filters per kind of data by measurement; --hint filters=none turns
-    /// that off.
+    /// elements (N 1..255), bitshuffle:N bit-transposes them into bit planes (N 1..255, as
+    /// Bitshuffle; for LZ4 on numbers whose high bits barely change); delta:N stores
+    /// differences of consecutive N-byte little-endian integers, xor:N the XOR of consecutive
+    /// N-byte words (N 1, 2, 4, 8). E.g. delta:4 for u32 counters; delta:8,shuffle:8 or
+    /// xor:8,shuffle:8 for f64 fields; bitshuffle:4 with lz4 for f32 particles (see
+    /// docs/FILTERS.md). With --codec none the frames keep the filtered bytes. delta and xor
+    /// need a reader of adz format 1.1 or later, bitshuffle 1.2. Without --filter (or a
+    /// filters=/dtype= hint) the adaptive strategies choose filters per kind of data by
+    /// measurement; --hint filters=none turns that off.
     #[arg(long = "filter", value_name = "LIST", value_delimiter = ',', value_parser = sizing::parse_filter)]
     pub(crate) filters: Vec<FilterSpec>,
     /// Write one JSON line per block (configuration, sizes, times, speeds, target, link) to

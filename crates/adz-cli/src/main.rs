@@ -31,7 +31,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// `adz --version`: the tool's version and the format version it writes (and the newest it
 /// fully reads).
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (adz format 1.1)");
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (adz format 1.2)");
 
 const ABOUT: &str = "\
 Adaptive compression on the storage I/O path.
@@ -52,6 +52,8 @@ Examples:
                                             8-byte floats: shuffle bytes first
   adz compress --filter xor:8,shuffle:8 field.f64 field.adz
                                             8-byte floats: XOR neighbours, then shuffle
+  adz compress -c lz4 --filter bitshuffle:4 particles.f32 particles.adz
+                                            4-byte floats: bit planes for LZ4 (Bitshuffle)
   adz compress --frame-size auto --hint reads-per-write=10 data.bin
                                             frame size for data read 10x per write (MRC)
   tar c dir | adz compress - - > dir.tar.adz read stdin, write stdout

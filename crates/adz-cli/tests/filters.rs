@@ -50,10 +50,19 @@ fn filter_lists_chain_in_order_with_every_codec() {
     // Doubles with a partial last element, so tails pass through every filter.
     let data = generate(Kind::Doubles, 300_003, 5);
     for codec in ["none", "lz4", "lz4hc:4", "zstd:3", "xz:1"] {
-        for list in ["delta:8", "xor:8", "shuffle:8,xor:8", "xor:8,shuffle:8", "delta:4,xor:2"] {
+        for list in [
+            "delta:8",
+            "xor:8",
+            "shuffle:8,xor:8",
+            "xor:8,shuffle:8",
+            "delta:4,xor:2",
+            "bitshuffle:8",
+            "xor:8,bitshuffle:8",
+            "bitshuffle:3",
+        ] {
             let info =
                 compress_round_trip(&dir, &data, &["-c", codec, "-B", "64K", "--filter", list]);
-            assert_eq!(info["version"], "1.1");
+            assert_eq!(info["version"], "1.2");
             let spec: adz_core::format::CodecSpec = codec.parse().unwrap();
             for c in frame_configs(&info) {
                 // Frames whose compression did not pay are stored raw and say so; the others
@@ -91,6 +100,30 @@ fn xor_and_shuffle_beat_plain_zstd_on_doubles() {
     };
     let (plain, xs) = (size(None), size(Some("xor:8,shuffle:8")));
     assert!(xs < plain, "xor:8,shuffle:8 {xs} vs none {plain}");
+}
+
+/// Particle positions as f32 (a cell plus a uniform offset): the sign, exponent and top
+/// mantissa bits follow the cell, the rest is noise. Bit planes give LZ4 runs that a byte
+/// shuffle leaves mixed with the noise (issue 26, Bitshuffle+LZ4 on VPIC-like data).
+#[test]
+fn bitshuffle_beats_shuffle_with_lz4_on_particle_floats() {
+    let dir = tempfile::tempdir().unwrap();
+    let noise = generate(Kind::Random, 1 << 20, 3);
+    let data: Vec<u8> = noise
+        .chunks_exact(4)
+        .enumerate()
+        .flat_map(|(i, b)| {
+            let u = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) >> 8;
+            (((i / 8) % 64) as f32 + u as f32 / (1 << 24) as f32).to_le_bytes()
+        })
+        .collect();
+    let size = |list: &str| {
+        let info = compress_round_trip(&dir, &data, &["-c", "lz4", "--filter", list]);
+        assert!(frame_configs(&info).iter().all(|c| c == &format!("lz4:1 {list}")), "{info}");
+        info["file_bytes"].as_u64().unwrap()
+    };
+    let (shuffled, bits) = (size("shuffle:4"), size("bitshuffle:4"));
+    assert!(bits * 100 < shuffled * 90, "bitshuffle:4 {bits} vs shuffle:4 {shuffled}");
 }
 
 #[test]
@@ -186,6 +219,7 @@ fn frame_size_auto_on_stdin_uses_the_default_and_says_so() {
     let help = String::from_utf8_lossy(&run(&["compress", "--help"]).stdout).into_owned();
     assert!(help.contains("auto") && help.contains("stdin"), "{help}");
     assert!(help.contains("xor:N") && help.contains("delta:N"), "{help}");
+    assert!(help.contains("bitshuffle:N"), "{help}");
 }
 
 #[test]
@@ -193,7 +227,9 @@ fn bad_filters_and_hints_are_usage_errors_that_teach() {
     for (args, says) in [
         (&["compress", "--filter", "delta:3"][..], "1, 2, 4 or 8"),
         (&["compress", "--filter", "xor:16"], "xor"),
-        (&["compress", "--filter", "gzip:1"], "shuffle, delta, xor"),
+        (&["compress", "--filter", "gzip:1"], "shuffle, delta, xor, bitshuffle"),
+        (&["compress", "--filter", "bitshuffle:0"], "1..=255"),
+        (&["compress", "--hint", "filters=bitshuffle:256"], "bitshuffle"),
         (&["compress", "--hint", "filters=delta:5"], "1, 2, 4 or 8"),
         (&["compress", "--hint", "reads-per-write=-1"], ">= 0"),
         (&["compress", "--hint", "reads-per-write=3@0..1M"], "whole file"),
@@ -222,7 +258,7 @@ fn bad_filters_and_hints_are_usage_errors_that_teach() {
 fn version_names_the_format() {
     let o = run(&["--version"]);
     ok(&o);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("format 1.1"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("format 1.2"));
 }
 
 /// Random access reads frames through their filters: `adz cat` of ranges inside, across and
@@ -243,9 +279,12 @@ fn cat_reads_ranges_of_filtered_files() {
             "delta:8,shuffle:8",
             "--hint",
             "filters=xor:8,shuffle:8@100K..300K",
+            "--hint",
+            "filters=bitshuffle:8@400K..500K",
         ],
     );
     assert!(frame_configs(&info).iter().any(|c| c.ends_with("xor:8,shuffle:8")));
+    assert!(frame_configs(&info).iter().any(|c| c.ends_with("bitshuffle:8")));
     let z = dir.path().join("in.adz");
     for (off, len) in
         [(0usize, 10usize), (65_530, 20), (100_000, 250_000), (699_990, 11), (123_457, 1)]

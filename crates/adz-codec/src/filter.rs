@@ -3,6 +3,7 @@
 
 use adz_format::{FilterId, FilterSpec, Filters};
 
+use crate::bitshuffle::{bitshuffle, bitunshuffle};
 use crate::delta::{delta_decode, delta_encode, xor_decode, xor_encode};
 use crate::shuffle::{shuffle, unshuffle};
 use crate::{Error, Result};
@@ -99,6 +100,7 @@ fn apply_one(filter: FilterSpec, src: &[u8], dst: &mut [u8]) -> Result<()> {
         FilterId::Shuffle => shuffle(n, src, dst),
         FilterId::Delta => delta_encode(n, src, dst)?,
         FilterId::Xor => xor_encode(n, src, dst)?,
+        FilterId::Bitshuffle => bitshuffle(n, src, dst),
         other => return Err(unsupported(other)),
     }
     Ok(())
@@ -110,6 +112,7 @@ fn undo_one(filter: FilterSpec, src: &[u8], dst: &mut [u8]) -> Result<()> {
         FilterId::Shuffle => unshuffle(n, src, dst),
         FilterId::Delta => delta_decode(n, src, dst)?,
         FilterId::Xor => xor_decode(n, src, dst)?,
+        FilterId::Bitshuffle => bitunshuffle(n, src, dst),
         other => return Err(unsupported(other)),
     }
     Ok(())
@@ -166,12 +169,21 @@ mod tests {
         }
     }
 
-    /// Mixed chains of shuffle, delta and xor undo to the input, for lengths with tails.
+    /// Mixed chains of shuffle, bitshuffle, delta and xor undo to the input, for lengths with
+    /// tails.
     #[test]
     fn mixed_chains_round_trip() {
-        for list in ["xor:8,shuffle:8", "shuffle:8,xor:8", "delta:4,shuffle:4,xor:1", "delta:1"] {
+        for list in [
+            "xor:8,shuffle:8",
+            "shuffle:8,xor:8",
+            "delta:4,shuffle:4,xor:1",
+            "delta:1",
+            "bitshuffle:4",
+            "xor:4,bitshuffle:4",
+            "bitshuffle:1,shuffle:3,bitshuffle:255,delta:2",
+        ] {
             let f: Filters = list.parse().unwrap();
-            for len in [0, 1, 7, 8, 9, 1000, 1003] {
+            for len in [0, 1, 7, 8, 9, 1000, 1003, 70_000] {
                 let src = data(len);
                 let (mut dst, mut back, mut scratch) = (vec![0; len], vec![0; len], Vec::new());
                 apply_filters(&f, &src, &mut dst, &mut scratch).unwrap();

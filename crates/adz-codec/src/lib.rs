@@ -2,8 +2,8 @@
 //! a frame names, and undo it, reusing per-thread contexts across blocks.
 //!
 //! The codec table is docs/FORMAT.md "Codec ids" (`none`, `lz4`, `lz4hc`, `zstd`, `xz`), the
-//! filter table "Filter ids" (`shuffle`, `delta`, `xor`). Ids and validated parameters ([`CodecSpec`],
-//! [`Filters`]) come from `adz-format` and are re-exported here.
+//! filter table "Filter ids" (`shuffle`, `delta`, `xor`, `bitshuffle`). Ids and validated
+//! parameters ([`CodecSpec`], [`Filters`]) come from `adz-format` and are re-exported here.
 //!
 //! ```
 //! use adz_codec::{apply_filters, max_compressed_len, undo_filters, CodecContext, CodecSpec,

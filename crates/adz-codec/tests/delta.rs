@@ -1,5 +1,5 @@
-//! The reference-increment filters (`delta:N`, `xor:N`) in chains with `shuffle:N` and every
-//! codec: property round trips over random chains and data, what they gain on smooth numbers,
+//! The reference-increment filters (`delta:N`, `xor:N`) in chains with `shuffle:N`,
+//! `bitshuffle:N` and every codec: property round trips over random chains and data, what they gain on smooth numbers,
 //! and typed errors for parameters a decoder must refuse.
 
 mod common;
@@ -18,6 +18,8 @@ fn one_filter() -> impl Strategy<Value = FilterSpec> {
         prop::sample::select(vec![1u8, 2, 4, 8]).prop_map(|n| FilterSpec::delta(n).unwrap()),
         prop::sample::select(vec![1u8, 2, 4, 8]).prop_map(|n| FilterSpec::xor(n).unwrap()),
         prop::sample::select(vec![2u8, 3, 4, 8, 16]).prop_map(|n| FilterSpec::shuffle(n).unwrap()),
+        prop::sample::select(vec![1u8, 2, 4, 8, 16])
+            .prop_map(|n| FilterSpec::bitshuffle(n).unwrap()),
     ]
 }
 

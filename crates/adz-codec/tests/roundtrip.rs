@@ -49,6 +49,9 @@ fn filters() -> impl Strategy<Value = Filters> {
         shuffle(&[3]),
         shuffle(&[16]),
         shuffle(&[4, 2]),
+        "bitshuffle:4".parse().unwrap(),
+        "bitshuffle:1".parse().unwrap(),
+        "shuffle:8,bitshuffle:8".parse().unwrap(),
     ])
 }
 

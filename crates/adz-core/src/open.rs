@@ -311,7 +311,7 @@ pub fn parse_hint(s: &str) -> Result<(Option<Range<u64>>, Hint), ParseError> {
     Ok((r, hint))
 }
 
-/// A filter chain, applied in order: `shuffle:8,xor:8`, `delta:4`, `none`.
+/// A filter chain, applied in order: `shuffle:8,xor:8`, `delta:4`, `bitshuffle:4`, `none`.
 pub fn parse_filters(s: &str) -> Result<Filters, ParseError> {
     s.parse().map_err(|e: adz_format::Error| ParseError(e.to_string()))
 }
@@ -354,6 +354,8 @@ mod tests {
         assert_eq!(parse_filters("shuffle:8,xor:8").unwrap().to_string(), "shuffle:8,xor:8");
         assert!(parse_filters("delta:3").is_err());
         assert!(parse_filters("shuffle:0").is_err()); // element sizes are 1..=255
+        assert_eq!(parse_filters("xor:4,bitshuffle:4").unwrap().to_string(), "xor:4,bitshuffle:4");
+        assert!(parse_filters("bitshuffle:256").is_err());
         assert!(parse_hint("reads-per-write=4@0..10").unwrap_err().0.contains("whole file"));
     }
 

@@ -148,6 +148,37 @@ fn unknown_codec_and_lying_lengths_are_reported() {
     ));
 }
 
+/// A filter id this build does not know (as `bitshuffle`, id 4, is to a format 1.1 reader)
+/// fails the frames that use it with "unknown filter id", and a reader reads every other
+/// frame, a frame stored raw included whatever its slots say (docs/FORMAT.md, "Filter ids").
+#[test]
+fn an_unknown_filter_id_fails_only_the_frames_that_use_it() {
+    use adz_core::store::{MemoryStorage, Storage};
+    use adz_core::{Reader, ReaderOptions};
+    use std::sync::Arc;
+
+    let (file, data) = small_file("zstd:3");
+    let info = FileInfo::read_seekable(Cursor::new(&file), true).unwrap();
+    let frames = info.frame_list.unwrap();
+    assert_eq!(frames[1].config, "zstd:3");
+    assert_eq!(frames[3].config, "zstd:3 (stored raw)");
+    let mut bad = file.clone();
+    for k in [1, 3] {
+        patch_frame(&mut bad, frames[k].file_offset as usize, 20, &[200, 4]);
+    }
+    let err = decode(&bad).unwrap_err().to_string();
+    assert!(err.contains("unknown filter id 200") && err.contains("frame 1"), "{err}");
+
+    let store = Arc::new(MemoryStorage::new());
+    store.put("f.adz", &bad).unwrap();
+    let r = Reader::open(store, "f.adz", ReaderOptions::default()).unwrap();
+    let (f1, f2) = (frames[1].raw_offset as usize, frames[2].raw_offset as usize);
+    assert_eq!(r.read_range(0, f1 as u64).unwrap(), data[..f1]);
+    assert_eq!(r.read_range(f2 as u64, data.len() as u64).unwrap(), data[f2..]);
+    let err = r.read_range(f1 as u64, 1).unwrap_err().to_string();
+    assert!(err.contains("unknown filter id 200") && err.contains("frame 1"), "{err}");
+}
+
 #[test]
 fn wrong_magic_and_version() {
     assert!(matches!(

@@ -42,13 +42,18 @@ fn filters() -> impl Strategy<Value = Filters> {
             sizes.iter().map(|&n| FilterSpec::shuffle(n).unwrap()).collect();
         Filters::new(&list).unwrap()
     });
-    // Format 1.1's reference-increment filters, alone and chained with shuffle.
+    // Format 1.1's reference-increment filters, alone and chained with shuffle, and 1.2's
+    // bitshuffle.
     let increments = prop::sample::select(vec![
         "delta:8",
         "xor:8",
         "delta:8,shuffle:8",
         "xor:8,shuffle:8",
         "delta:1,xor:2,shuffle:4,delta:4",
+        "bitshuffle:8",
+        "bitshuffle:1",
+        "xor:4,bitshuffle:4",
+        "delta:2,bitshuffle:3",
     ])
     .prop_map(|s| s.parse::<Filters>().unwrap());
     prop_oneof![shuffles, increments]

@@ -21,10 +21,11 @@ fn put(file: &mut Vec<u8>, offset: usize, bytes: &[u8]) {
 }
 
 fn spec_example() -> Vec<u8> {
-    spec_example_version(1)
+    spec_example_version(2)
 }
 
-/// The example with `version_minor` = `minor` (the document's is 1; as 0 it is a 1.0 file).
+/// The example with `version_minor` = `minor` (the document's is 2; as 0 or 1 it is a 1.0 or
+/// 1.1 file).
 fn spec_example_version(minor: u8) -> Vec<u8> {
     let mut f = Vec::new();
     // File header.
@@ -110,25 +111,36 @@ fn spec_example_decodes() {
     assert_eq!(frames[1].config, "zstd:3 (stored raw)");
 }
 
-/// A 1.1 reader reads 1.0 files: the example uses no 1.1 value, so as version 1.0 it is a
-/// valid 1.0 file.
+/// A 1.2 reader reads 1.0 and 1.1 files: the example uses no 1.1 or 1.2 value, so as version
+/// 1.0 or 1.1 it is a valid file of that version.
 #[test]
 fn spec_example_as_1_0_decodes() {
-    let file = spec_example_version(0);
-    let mut out = Vec::new();
-    decode_stream(&file[..], &mut out, |_| {}).unwrap();
-    assert_eq!(out, b"adz adz!!\n");
-    let info = FileInfo::read_seekable(Cursor::new(&file), false).unwrap();
-    assert_eq!(info.version, "1.0");
+    for minor in [0, 1] {
+        let file = spec_example_version(minor);
+        let mut out = Vec::new();
+        decode_stream(&file[..], &mut out, |_| {}).unwrap();
+        assert_eq!(out, b"adz adz!!\n");
+        let info = FileInfo::read_seekable(Cursor::new(&file), false).unwrap();
+        assert_eq!(info.version, format!("1.{minor}"));
+    }
 }
 
-/// The filter section's example: one frame, codec none, one filter in slot 0, raw u16 values
-/// 100, 101, 103, 99 and a trailing byte `FF`; the payload is the document's bytes.
+/// The delta/xor section's example: one frame, codec none, one filter in slot 0, raw u16
+/// values 100, 101, 103, 99 and a trailing byte `FF`; the payload is the document's bytes.
 fn filter_example(slot: [u8; 2], payload: &[u8; 9]) -> Vec<u8> {
     let raw: [u8; 9] = [0x64, 0x00, 0x65, 0x00, 0x67, 0x00, 0x63, 0x00, 0xFF];
+    one_frame_file(1, &raw, slot, payload)
+}
+
+/// A file of version 1.`minor` with one frame of codec none, one filter in slot 0 and block
+/// size 16, built field by field.
+fn one_frame_file(minor: u8, raw: &[u8], slot: [u8; 2], payload: &[u8]) -> Vec<u8> {
+    assert_eq!(raw.len(), payload.len(), "codec none keeps the filtered bytes");
+    let len = raw.len() as u32;
+    let end = 88 + raw.len();
     let mut f = Vec::new();
     put(&mut f, 0, &[0x89, 0x41, 0x44, 0x5A, 0x0D, 0x0A, 0x1A, 0x0A]);
-    put(&mut f, 8, &[0x01, 0x01]);
+    put(&mut f, 8, &[0x01, minor]);
     put(&mut f, 10, &[0x00, 0x00]);
     put(&mut f, 12, &u32le(16));
     put(&mut f, 16, &[0; 8]);
@@ -137,31 +149,31 @@ fn filter_example(slot: [u8; 2], payload: &[u8; 9]) -> Vec<u8> {
     put(&mut f, 32, b"ADZF");
     put(&mut f, 36, &[0x00, 0x00, 0x00, 0x00]);
     put(&mut f, 40, &[0; 4]);
-    put(&mut f, 44, &u32le(9));
-    put(&mut f, 48, &u32le(9));
+    put(&mut f, 44, &u32le(len));
+    put(&mut f, 48, &u32le(len));
     put(&mut f, 52, &[slot[0], slot[1], 0, 0, 0, 0, 0, 0]);
     put(&mut f, 60, &u64le(0));
-    put(&mut f, 68, &u64le(xxh3(&raw)));
+    put(&mut f, 68, &u64le(xxh3(raw)));
     put(&mut f, 76, &u64le(xxh3(payload)));
     let sum = xxh3(&f[32..84]) as u32;
     put(&mut f, 84, &u32le(sum));
     put(&mut f, 88, payload);
     // Trailer: index header, one entry, footer.
-    put(&mut f, 97, b"ADZI");
-    put(&mut f, 101, &[0; 4]);
-    put(&mut f, 105, &u64le(1));
-    put(&mut f, 113, &u64le(0));
-    put(&mut f, 121, &u64le(32));
-    put(&mut f, 129, &[9, 0, 0, 0, 9, 0, 0, 0]);
-    put(&mut f, 137, &[0; 4]);
-    put(&mut f, 141, &[0; 4]);
-    put(&mut f, 145, &u64le(xxh3(&raw)));
-    put(&mut f, 153, &u64le(97));
-    put(&mut f, 161, &u64le(1));
-    put(&mut f, 169, &u64le(9));
-    let sum = xxh3(&f[97..177]);
-    put(&mut f, 177, &u64le(sum));
-    put(&mut f, 185, b"ADZ-END\n");
+    put(&mut f, end, b"ADZI");
+    put(&mut f, end + 4, &[0; 4]);
+    put(&mut f, end + 8, &u64le(1));
+    put(&mut f, end + 16, &u64le(0));
+    put(&mut f, end + 24, &u64le(32));
+    put(&mut f, end + 32, &[&u32le(len)[..], &u32le(len)[..]].concat());
+    put(&mut f, end + 40, &[0; 4]);
+    put(&mut f, end + 44, &[0; 4]);
+    put(&mut f, end + 48, &u64le(xxh3(raw)));
+    put(&mut f, end + 56, &u64le(end as u64));
+    put(&mut f, end + 64, &u64le(1));
+    put(&mut f, end + 72, &u64le(u64::from(len)));
+    let sum = xxh3(&f[end..end + 80]);
+    put(&mut f, end + 80, &u64le(sum));
+    put(&mut f, end + 88, b"ADZ-END\n");
     f
 }
 
@@ -180,6 +192,39 @@ fn spec_filter_example_decodes() {
     }
     // A word size the filter does not take is refused, not guessed at.
     let bad = filter_example([2, 3], &[0x64, 0, 0x01, 0, 0x02, 0, 0xFC, 0xFF, 0xFF]);
+    let err = decode_stream(&bad[..], &mut Vec::new(), |_| {}).unwrap_err().to_string();
+    assert!(err.contains("filter slot 0"), "{err}");
+}
+
+/// The bitshuffle section's example: the u16 values 256..=264 and a trailing `FF` through
+/// `bitshuffle:2` (slot bytes `04 02`), in a file of version 1.2.
+#[test]
+fn spec_bitshuffle_example_decodes() {
+    let raw = [
+        0x00, 0x01, 0x01, 0x01, 0x02, 0x01, 0x03, 0x01, 0x04, 0x01, 0x05, 0x01, 0x06, 0x01, 0x07,
+        0x01, 0x08, 0x01, 0xFF,
+    ];
+    let payload = [
+        0xAA, 0xCC, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x08, 0x01, 0xFF,
+    ];
+    let file = one_frame_file(2, &raw, [4, 2], &payload);
+    let mut out = Vec::new();
+    decode_stream(&file[..], &mut out, |_| {}).unwrap();
+    assert_eq!(out, raw);
+    assert!(verify_stream(&file[..], |_| {}).problems.is_empty());
+    let info = FileInfo::read_seekable(Cursor::new(&file), true).unwrap();
+    assert_eq!(info.version, "1.2");
+    assert_eq!(info.frame_list.unwrap()[0].config, "none bitshuffle:2");
+    // The shuffle line of the document, for comparison, is shuffle:2 of the same bytes.
+    let shuffled = [
+        0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+        0x01, 0x01, 0x01, 0xFF,
+    ];
+    let file = one_frame_file(2, &raw, [1, 2], &shuffled);
+    decode_stream(&file[..], &mut Vec::new(), |_| {}).unwrap();
+    // An element size of 0 is refused, not guessed at.
+    let bad = one_frame_file(2, &raw, [4, 0], &payload);
     let err = decode_stream(&bad[..], &mut Vec::new(), |_| {}).unwrap_err().to_string();
     assert!(err.contains("filter slot 0"), "{err}");
 }

@@ -8,9 +8,10 @@ pub const FILE_MAGIC: [u8; 8] = [0x89, b'A', b'D', b'Z', 0x0D, 0x0A, 0x1A, 0x0A]
 pub const FILE_HEADER_LEN: usize = 32;
 /// The major version this crate writes and reads.
 pub const VERSION_MAJOR: u8 = 1;
-/// The minor version this crate writes. 1.1 added the `delta` and `xor` filters (ids 2 and 3);
-/// a 1.1 reader reads 1.0 files unchanged.
-pub const VERSION_MINOR: u8 = 1;
+/// The minor version this crate writes. 1.1 added the `delta` and `xor` filters (ids 2 and 3),
+/// 1.2 the `bitshuffle` filter (id 4); a reader reads the files of lower minor versions
+/// unchanged.
+pub const VERSION_MINOR: u8 = 2;
 
 const VERSION_OFFSET: usize = FILE_MAGIC.len();
 const FLAGS_OFFSET: usize = VERSION_OFFSET + 2;
@@ -160,12 +161,14 @@ mod tests {
     }
 
     #[test]
-    fn writes_1_1_and_reads_1_0() {
+    fn writes_1_2_and_reads_1_0_and_1_1() {
         let mut b = FileHeader::new(4096).unwrap().encode();
-        assert_eq!(&b[8..10], &[1, 1], "this build writes format 1.1");
-        b[9] = 0;
-        let sum = xxh3(&b[..24]);
-        b[24..].copy_from_slice(&sum.to_le_bytes());
-        assert_eq!(FileHeader::parse(&b).unwrap().version_minor, 0);
+        assert_eq!(&b[8..10], &[1, 2], "this build writes format 1.2");
+        for minor in [0, 1] {
+            b[9] = minor;
+            let sum = xxh3(&b[..24]);
+            b[24..].copy_from_slice(&sum.to_le_bytes());
+            assert_eq!(FileHeader::parse(&b).unwrap().version_minor, minor);
+        }
     }
 }

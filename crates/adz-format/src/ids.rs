@@ -85,11 +85,15 @@ pub enum FilterId {
     Delta = 2,
     /// XOR of consecutive `param`-byte words, for floating-point data (format 1.1).
     Xor = 3,
+    /// Bit transposition of `param`-byte elements into bit planes, as in Bitshuffle (format
+    /// 1.2).
+    Bitshuffle = 4,
 }
 
 impl FilterId {
     /// Every filter id this version knows.
-    pub const ALL: [FilterId; 3] = [FilterId::Shuffle, FilterId::Delta, FilterId::Xor];
+    pub const ALL: [FilterId; 4] =
+        [FilterId::Shuffle, FilterId::Delta, FilterId::Xor, FilterId::Bitshuffle];
 
     /// The id for a stored byte, or `None` if this version does not know it (0 is not a filter).
     pub fn from_u8(v: u8) -> Option<FilterId> {
@@ -107,6 +111,7 @@ impl FilterId {
             FilterId::Shuffle => "shuffle",
             FilterId::Delta => "delta",
             FilterId::Xor => "xor",
+            FilterId::Bitshuffle => "bitshuffle",
         }
     }
 
@@ -119,16 +124,16 @@ impl FilterId {
     /// filter: see [`param_valid`](Self::param_valid).
     pub fn param_range(self) -> std::ops::RangeInclusive<u8> {
         match self {
-            FilterId::Shuffle => 1..=255,
+            FilterId::Shuffle | FilterId::Bitshuffle => 1..=255,
             FilterId::Delta | FilterId::Xor => 1..=8,
         }
     }
 
-    /// Whether `param` is a valid parameter: shuffle takes any element size 1..=255; delta and
-    /// xor take a word size of 1, 2, 4 or 8 bytes.
+    /// Whether `param` is a valid parameter: shuffle and bitshuffle take any element size
+    /// 1..=255; delta and xor take a word size of 1, 2, 4 or 8 bytes.
     pub fn param_valid(self, param: u8) -> bool {
         match self {
-            FilterId::Shuffle => param >= 1,
+            FilterId::Shuffle | FilterId::Bitshuffle => param >= 1,
             FilterId::Delta | FilterId::Xor => matches!(param, 1 | 2 | 4 | 8),
         }
     }
@@ -136,7 +141,7 @@ impl FilterId {
     /// The valid parameters in words, for error messages.
     pub fn param_help(self) -> &'static str {
         match self {
-            FilterId::Shuffle => "an element size 1..=255",
+            FilterId::Shuffle | FilterId::Bitshuffle => "an element size 1..=255",
             FilterId::Delta | FilterId::Xor => "a word size of 1, 2, 4 or 8 bytes",
         }
     }
@@ -147,6 +152,7 @@ impl FilterId {
         match self {
             FilterId::Shuffle => 0,
             FilterId::Delta | FilterId::Xor => 1,
+            FilterId::Bitshuffle => 2,
         }
     }
 }
@@ -172,12 +178,13 @@ mod tests {
         assert_eq!(FilterId::Shuffle.as_u8(), 1);
         assert_eq!(FilterId::Delta.as_u8(), 2);
         assert_eq!(FilterId::Xor.as_u8(), 3);
+        assert_eq!(FilterId::Bitshuffle.as_u8(), 4);
         assert_eq!(FilterId::from_u8(0), None);
-        for v in 4..=255u8 {
-            assert_eq!(FilterId::from_u8(v), None, "filter id {v} must be unknown in 1.1");
+        for v in 5..=255u8 {
+            assert_eq!(FilterId::from_u8(v), None, "filter id {v} must be unknown in 1.2");
         }
         for v in 5..=255u8 {
-            assert_eq!(CodecId::from_u8(v), None, "id {v} must be unknown in 1.1");
+            assert_eq!(CodecId::from_u8(v), None, "id {v} must be unknown in 1.2");
         }
     }
 
@@ -188,10 +195,29 @@ mod tests {
             assert_eq!(CodecId::from_u8(c.as_u8()), Some(c));
         }
         assert_eq!(FilterId::from_name("SHUFFLE"), Some(FilterId::Shuffle));
+        assert_eq!(FilterId::from_name("bitshuffle"), Some(FilterId::Bitshuffle));
         for f in FilterId::ALL {
             assert_eq!(FilterId::from_name(f.name()), Some(f));
             assert_eq!(FilterId::from_u8(f.as_u8()), Some(f));
         }
         assert_eq!(CodecId::from_name("gzip"), None);
+    }
+
+    /// Each filter's version is the one the table in docs/FORMAT.md gives it, and no later
+    /// than the version this crate writes.
+    #[test]
+    fn filters_since_their_minor_version() {
+        let since: Vec<(FilterId, u8)> =
+            FilterId::ALL.iter().map(|f| (*f, f.since_minor())).collect();
+        assert_eq!(
+            since,
+            [
+                (FilterId::Shuffle, 0),
+                (FilterId::Delta, 1),
+                (FilterId::Xor, 1),
+                (FilterId::Bitshuffle, 2)
+            ]
+        );
+        assert!(since.iter().all(|(_, v)| *v <= crate::VERSION_MINOR));
     }
 }

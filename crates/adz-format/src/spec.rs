@@ -133,6 +133,11 @@ impl FilterSpec {
         FilterSpec::new(FilterId::Xor, width)
     }
 
+    /// Bit transposition (bit planes) for elements of `elem_size` bytes (format 1.2).
+    pub fn bitshuffle(elem_size: u8) -> Result<FilterSpec> {
+        FilterSpec::new(FilterId::Bitshuffle, elem_size)
+    }
+
     /// The filter.
     pub fn id(self) -> FilterId {
         self.id
@@ -153,14 +158,16 @@ impl fmt::Display for FilterSpec {
 impl FromStr for FilterSpec {
     type Err = Error;
 
-    /// `shuffle:N` (N 1..=255), `delta:N` or `xor:N` (N 1, 2, 4 or 8).
+    /// `shuffle:N` or `bitshuffle:N` (N 1..=255), `delta:N` or `xor:N` (N 1, 2, 4 or 8).
     fn from_str(s: &str) -> Result<FilterSpec> {
         let bad = |reason: String| Error::Parse { input: s.to_owned(), reason };
-        let (name, param) = s
-            .split_once(':')
-            .ok_or_else(|| bad("expected NAME:PARAM, e.g. shuffle:8, delta:4, xor:8".to_owned()))?;
-        let id = FilterId::from_name(name.trim())
-            .ok_or_else(|| bad("unknown filter; known filters: shuffle, delta, xor".to_owned()))?;
+        let (name, param) = s.split_once(':').ok_or_else(|| {
+            bad("expected NAME:PARAM, e.g. shuffle:8, delta:4, xor:8, bitshuffle:4".to_owned())
+        })?;
+        let id = FilterId::from_name(name.trim()).ok_or_else(|| {
+            let known: Vec<&str> = FilterId::ALL.iter().map(|f| f.name()).collect();
+            bad(format!("unknown filter; known filters: {}", known.join(", ")))
+        })?;
         let param: u8 = param
             .trim()
             .parse()
@@ -341,6 +348,27 @@ mod tests {
     }
 
     #[test]
+    fn bitshuffle_takes_element_sizes_1_to_255() {
+        for p in 0..=255u8 {
+            assert_eq!(FilterSpec::bitshuffle(p).is_ok(), p >= 1, "bitshuffle:{p}");
+        }
+        let f: Filters = "bitshuffle:4".parse().unwrap();
+        assert_eq!(f.to_slots(), [4, 4, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(f.to_string(), "bitshuffle:4");
+        assert_eq!(Filters::from_slots(f.to_slots()).unwrap(), f);
+        assert_eq!("BitShuffle:255".parse::<FilterSpec>().unwrap().param(), 255);
+        assert!(matches!(
+            Filters::from_slots([4, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::BadFilterSlot { slot: 0, .. })
+        ));
+        for bad in ["bitshuffle:0", "bitshuffle:256", "bitshuffle", "bitshuffle:x"] {
+            assert!(bad.parse::<FilterSpec>().is_err(), "{bad}");
+        }
+        let e = "bitshuffel:4".parse::<FilterSpec>().unwrap_err().to_string();
+        assert!(e.contains("shuffle, delta, xor, bitshuffle"), "{e}");
+    }
+
+    #[test]
     fn filter_lists_parse_in_order() {
         let f: Filters = "shuffle:8,xor:8".parse().unwrap();
         assert_eq!(f.to_slots(), [1, 8, 3, 8, 0, 0, 0, 0]);
@@ -388,8 +416,8 @@ mod tests {
             Err(Error::BadFilterSlot { slot: 0, .. })
         ));
         assert!(matches!(
-            Filters::from_slots([4, 8, 0, 0, 0, 0, 0, 0]),
-            Err(Error::UnknownFilter { id: 4 })
+            Filters::from_slots([5, 8, 0, 0, 0, 0, 0, 0]),
+            Err(Error::UnknownFilter { id: 5 })
         ));
         assert!("shuffle:0".parse::<FilterSpec>().is_err());
         assert!("shuffle".parse::<FilterSpec>().is_err());
