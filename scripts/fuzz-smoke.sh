@@ -11,7 +11,7 @@ mkdir -p corpus
 for target in $(cargo +nightly fuzz list); do
     mkdir -p "corpus/$target"
     # Seed the corpus with real files so the fuzzer starts from valid structure.
-    cp -n ../crates/adz-core/tests/fixtures/v1.0/*.adz "corpus/$target/" 2>/dev/null || true
+    cp -n ../crates/adz-core/tests/fixtures/v1.*/*.adz "corpus/$target/" 2>/dev/null || true
     echo "fuzz-smoke: $target for ${secs}s"
     cargo +nightly fuzz run "$target" "corpus/$target" -- -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 3
     # pipefail makes a crash (non-zero exit of cargo fuzz) fail the script
