@@ -157,4 +157,26 @@ mod tests {
         assert_eq!(start_filters(&mut enc, &mut scratch, &text, zstd1), Filters::NONE);
         assert_eq!(start_filters(&mut enc, &mut scratch, &pixels, CodecSpec::NONE), Filters::NONE);
     }
+
+    /// f32 particle positions (a cell plus a uniform offset) start on bit planes; sequential
+    /// 64-bit ids, whose whole bytes repeat, on a byte chain.
+    #[test]
+    fn the_start_filters_take_bitshuffle_where_it_stores_least() {
+        let mut s = 3u64;
+        let particles: Vec<u8> = (0..1u32 << 16)
+            .flat_map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (((i / 8) % 64) as f32 + (s >> 40) as f32 / (1u64 << 24) as f32).to_le_bytes()
+            })
+            .collect();
+        let ids: Vec<u8> = (0..1u64 << 15).flat_map(|i| (1_000_000 + i).to_le_bytes()).collect();
+        let (mut enc, mut scratch) = (FrameEncoder::new(), Vec::new());
+        for codec in ["lz4:1", "zstd:1"] {
+            let codec: CodecSpec = codec.parse().unwrap();
+            let f = start_filters(&mut enc, &mut scratch, &particles, codec);
+            assert_eq!(f.to_string(), "bitshuffle:4", "{codec}");
+            let f = start_filters(&mut enc, &mut scratch, &ids, codec);
+            assert!(!f.to_string().contains("bitshuffle"), "{codec}: {f}");
+        }
+    }
 }

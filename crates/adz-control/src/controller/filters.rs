@@ -1,16 +1,17 @@
-//! Filters chosen by measurement: which byte filters (shuffle, delta, xor by element width) a
-//! class's blocks go through before the codec, learned from shadow probes on slices of its
-//! own blocks (docs/decisions/0059-filters-chosen-by-measurement.md).
+//! Filters chosen by measurement: which byte filters (shuffle, delta, xor, bitshuffle by
+//! element width) a class's blocks go through before the codec, learned from shadow probes on
+//! slices of its own blocks (docs/decisions/0059-filters-chosen-by-measurement.md, 0067).
 //!
 //! A probe compresses one slice of a block with the block's codec twice, through the class's
 //! current filters and through a candidate chain, and reports both sizes. The chooser keeps,
 //! per candidate, the mean of `ln(candidate's size / current's size)` over its probes, and
 //! adopts a chain once it has saved at least [`MIN_GAIN`] on [`CONFIRM`] probes in a row and
-//! on average. Widths are tried by a plain shuffle first (2, 4, 8 bytes); a width's delta
-//! and xor chains are tried only where its shuffle saved anything, so data that no filter
-//! helps (text, compressed or noisy numbers) costs three probes. After that one candidate is
-//! re-probed every [`RECHECK`] blocks of the class, including "no filters", so that a class
-//! whose data changes finds its way back.
+//! on average. Widths are tried by a plain shuffle first (2, 4, 8 bytes); a width's delta,
+//! xor and bitshuffle chains are tried only where its shuffle saved anything, so data that no
+//! filter helps (text, compressed or noisy numbers) costs three probes, and numbers at most
+//! three more per width that saved. After that one candidate is re-probed every [`RECHECK`]
+//! blocks of the class, including "no filters", so that a class whose data changes finds its
+//! way back; the rechecks cost the same whatever the number of candidates.
 
 use adz_format::{FilterSpec, Filters};
 
@@ -28,6 +29,10 @@ pub(super) const RECHECK: u64 = 32;
 
 /// Element widths whose chains are candidates.
 const WIDTHS: [u8; 3] = [2, 4, 8];
+
+/// Chains per width in [`chains`]: the shuffle, then delta and xor each followed by it, then
+/// the bitshuffle.
+const PER_WIDTH: usize = 4;
 
 /// What is known of one candidate chain.
 #[derive(Clone, Copy, Debug)]
@@ -55,17 +60,22 @@ pub(crate) struct FilterChoice {
     switches: u32,
 }
 
-/// The candidate chains: none, then per width a shuffle, delta then shuffle, xor then shuffle.
+/// The candidate chains: none, then per width a shuffle, delta then shuffle, xor then
+/// shuffle, and a bitshuffle (bit planes: where a byte's high bits follow the data and its
+/// low bits are noise, they give a codec runs that the byte shuffle leaves mixed).
 /// [`shuffle_of`] reads this layout.
 fn chains() -> Vec<Filters> {
     let mut out = vec![Filters::NONE];
     for w in WIDTHS {
-        let (Ok(s), Ok(d), Ok(x)) =
-            (FilterSpec::shuffle(w), FilterSpec::delta(w), FilterSpec::xor(w))
-        else {
+        let (Ok(s), Ok(d), Ok(x), Ok(b)) = (
+            FilterSpec::shuffle(w),
+            FilterSpec::delta(w),
+            FilterSpec::xor(w),
+            FilterSpec::bitshuffle(w),
+        ) else {
             continue;
         };
-        out.extend([&[s][..], &[d, s], &[x, s]].iter().filter_map(|c| Filters::new(c).ok()));
+        out.extend([&[s][..], &[d, s], &[x, s], &[b]].iter().filter_map(|c| Filters::new(c).ok()));
     }
     out
 }
@@ -73,13 +83,14 @@ fn chains() -> Vec<Filters> {
 /// The index in [`chains`] of the plain shuffle of chain `i`'s width (itself for a shuffle);
 /// None for "none".
 fn shuffle_of(i: usize) -> Option<usize> {
-    i.checked_sub(1).map(|j| 1 + j - j % 3)
+    i.checked_sub(1).map(|j| 1 + j - j % PER_WIDTH)
 }
 
 /// The chain to start a class with, from one slice of its data: `size(chain)` is the slice's
 /// stored bytes through `chain` at the class's start rung (None: it could not be measured).
-/// The probes' search on one larger slice: the plain shuffles, and the delta and xor chains of
-/// the widths whose shuffle saved; the chain that stores least, if it saves at least
+/// The probes' search on one larger slice: the plain shuffles, and the delta, xor and
+/// bitshuffle chains of the widths whose shuffle saved; the chain that stores least, if it
+/// saves at least
 /// [`MIN_GAIN`] over no filter, else none. The probes then go on from it as from any choice.
 pub fn start_filters(mut size: impl FnMut(Filters) -> Option<u64>) -> Filters {
     let Some(base) = size(Filters::NONE).filter(|&b| b > 0) else { return Filters::NONE };
@@ -139,8 +150,8 @@ impl FilterChoice {
         self.cands.iter().position(|c| c.filters == f)
     }
 
-    /// Whether candidate `i` is worth a probe: "none" and the plain shuffles always; a delta
-    /// or xor chain where its width's shuffle saved something.
+    /// Whether candidate `i` is worth a probe: "none" and the plain shuffles always; a delta,
+    /// xor or bitshuffle chain where its width's shuffle saved something.
     fn eligible(&self, i: usize) -> bool {
         match shuffle_of(i) {
             Some(s) if s != i => self.cands[s].n > 0 && self.cands[s].mean < 0.0,
@@ -260,14 +271,18 @@ mod tests {
     #[test]
     fn candidates_are_every_width_and_chain() {
         let c = chains();
-        assert_eq!(c.len(), 10);
+        assert_eq!(c.len(), 13);
         assert_eq!(c[0], Filters::NONE);
         assert_eq!(c[1], f("shuffle:2"));
-        assert_eq!(c[5], f("delta:4,shuffle:4"));
-        assert_eq!(c[9], f("xor:8,shuffle:8"));
+        assert_eq!(c[4], f("bitshuffle:2"));
+        assert_eq!(c[6], f("delta:4,shuffle:4"));
+        assert_eq!(c[11], f("xor:8,shuffle:8"));
+        assert_eq!(c[12], f("bitshuffle:8"));
         let widths: Vec<_> = (0..c.len()).map(shuffle_of).collect();
-        let want =
-            [None, Some(1), Some(1), Some(1), Some(4), Some(4), Some(4), Some(7), Some(7), Some(7)];
+        let mut want = vec![None];
+        for s in [1, 5, 9] {
+            want.extend([Some(s); PER_WIDTH]);
+        }
         assert_eq!(widths, want);
     }
 
@@ -342,8 +357,9 @@ mod tests {
             })
         };
         assert_eq!(start_filters(&mut pixels), f("xor:4,shuffle:4"));
-        // Widths whose shuffle did not save get no delta or xor: 1 + 3 shuffles + 2.
-        assert_eq!(asked.len(), 6, "{asked:?}");
+        // Widths whose shuffle did not save get no delta, xor or bitshuffle: 1 + 3 shuffles
+        // + 3.
+        assert_eq!(asked.len(), 7, "{asked:?}");
         // Text: nothing saves; 1 % is not enough; nothing measurable: none.
         assert_eq!(start_filters(|x| Some(if x.is_empty() { 1000 } else { 1100 })), Filters::NONE);
         assert_eq!(start_filters(|x| Some(if x.is_empty() { 1000 } else { 990 })), Filters::NONE);
@@ -354,6 +370,76 @@ mod tests {
         assert_eq!(ch.current(), f("shuffle:8"));
         run(200, |x| if x.is_empty() { 700 } else { 1000 }, &mut ch);
         assert_eq!(ch.current(), Filters::NONE);
+    }
+
+    /// Particle positions as f32 (a cell plus a uniform offset): the planes of the slow bits
+    /// are runs, so bit planes store less than any byte chain. The sizes are lz4:1's on
+    /// 16 KiB slices of such data (crates/adz-codec/tests/bitshuffle.rs, rounded).
+    fn particles(x: Filters) -> u64 {
+        match x.to_string().as_str() {
+            "-" => 16_400,
+            "shuffle:4" => 12_400,
+            "delta:4,shuffle:4" => 12_900,
+            "xor:4,shuffle:4" => 12_700,
+            "bitshuffle:4" => 10_000,
+            "shuffle:2" => 15_000,
+            "bitshuffle:2" => 14_000,
+            "shuffle:8" => 14_500,
+            "bitshuffle:8" => 13_500,
+            _ => 16_000,
+        }
+    }
+
+    /// Sequential 64-bit ids: whole bytes repeat, so the byte chains make runs and bit planes
+    /// cut them up (zstd:1 on 256 KiB of them: shuffle:8 3.4x smaller than bitshuffle:8).
+    fn ids(x: Filters) -> u64 {
+        match x.to_string().as_str() {
+            "-" => 33_000,
+            "shuffle:8" => 600,
+            "delta:8,shuffle:8" => 200,
+            "xor:8,shuffle:8" => 900,
+            "bitshuffle:8" => 2_000,
+            "shuffle:4" => 9_000,
+            "bitshuffle:4" => 12_000,
+            "delta:4,shuffle:4" => 8_000,
+            "xor:4,shuffle:4" => 9_500,
+            _ => 20_000,
+        }
+    }
+
+    #[test]
+    fn bitshuffle_is_chosen_where_its_bit_planes_store_least() {
+        let mut ch = FilterChoice::new();
+        let probes = run(60, particles, &mut ch);
+        assert_eq!(ch.current(), f("bitshuffle:4"));
+        // Every width's shuffle saved: 3 shuffles + 3 x 3 chains, "none" and the second
+        // look of the winners: within the first few dozen blocks.
+        assert!(probes <= 16, "{probes} probes");
+        run(2000, particles, &mut ch);
+        assert_eq!(ch.current(), f("bitshuffle:4"));
+        let mut asked = Vec::new();
+        let start = start_filters(|x| {
+            asked.push(x);
+            Some(particles(x))
+        });
+        assert_eq!(start, f("bitshuffle:4"));
+        assert_eq!(asked.len(), 13, "every chain of every width: {asked:?}");
+    }
+
+    #[test]
+    fn bitshuffle_is_not_chosen_where_byte_chains_store_less() {
+        let mut ch = FilterChoice::new();
+        run(2000, ids, &mut ch);
+        assert_eq!(ch.current(), f("delta:8,shuffle:8"));
+        assert_eq!(start_filters(|x| Some(ids(x))), f("delta:8,shuffle:8"));
+        // Where no shuffle saves, no bitshuffle is even tried.
+        let mut asked = Vec::new();
+        let text = |x: Filters| if x.is_empty() { 50_000 } else { 60_000 };
+        start_filters(|x| {
+            asked.push(x);
+            Some(text(x))
+        });
+        assert!(!asked.iter().any(|x| x.to_string().starts_with("bitshuffle")), "{asked:?}");
     }
 
     #[test]

@@ -305,8 +305,8 @@ fn start_filters<'a>(
     if p.incompressible || p.start == CodecSpec::NONE {
         return 0.0;
     }
-    // A slow start (zstd above 3, xz) would make the ten compressions of each class cost
-    // more than the prediction itself; the chains rank alike at zstd:3.
+    // A slow start (zstd above 3, xz) would make the up to thirteen compressions of each class
+    // cost more than the prediction itself; the chains rank alike at zstd:3.
     let zstd3 = CodecSpec::new(adz_format::CodecId::Zstd, 3).expect("zstd:3 is valid");
     let codec = match p.start.id() {
         adz_format::CodecId::Lz4 => p.start,
