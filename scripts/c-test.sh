@@ -114,6 +114,13 @@ if command -v h5cc >/dev/null && command -v h5repack >/dev/null && command -v h5
     check "without the plugin the repacked file does not read" \
         bash -c '! HDF5_PLUGIN_PATH=/nonexistent h5diff "$1" "$2" >/dev/null 2>&1' _ \
         "$OUT/h5_none.h5" "$OUT/h5_rp.h5"
+    # Static lz4 (1) acceleration 1 with the bitshuffle filter (word 6 = 4): bit planes by the
+    # element size that set_local records.
+    check "h5repack -f UD=429 bitshuffle" \
+        h5repack -f UD=429,0,7,1,0,1,1,0,0,4 "$OUT/h5_none.h5" "$OUT/h5_bs.h5"
+    check "h5repack bitshuffle keeps word 6" \
+        grep -q "PARAMS { 1 0 1 1 0 0 4 " <(h5dump -p -H "$OUT/h5_bs.h5")
+    check "h5diff original bitshuffled" h5diff "$OUT/h5_none.h5" "$OUT/h5_bs.h5"
     unset HDF5_PLUGIN_PATH
 else
     echo "c-test: HDF5 tools not installed; skipping the HDF5 plugin (scripts/deps.sh installs them)" >&2

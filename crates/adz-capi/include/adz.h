@@ -225,8 +225,10 @@ int adz_dataset_commit(const char *dataset,
 
 /**
  * Give a hint for the raw bytes `start..end` not yet written: `no-compress`, `write-once`,
- * `hot`, `dtype=f64` (f32, i16, u32, ...). `adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")`
- * before the first write covers the whole file.
+ * `hot`, `dtype=f64` (f32, i16, u32, ...), `filters=LIST` (the filters to apply, in order:
+ * `filters=xor:8,shuffle:8`, `filters=bitshuffle:4`, `filters=none`; docs/FILTERS.md).
+ * `adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")` before the first write covers the whole
+ * file.
  *
  * # Safety
  * `w` is NULL or a live writer; `hint` is NULL or a NUL-terminated string.

@@ -457,8 +457,10 @@ unsafe fn with_writer(
 }
 
 /// Give a hint for the raw bytes `start..end` not yet written: `no-compress`, `write-once`,
-/// `hot`, `dtype=f64` (f32, i16, u32, ...). `adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")`
-/// before the first write covers the whole file.
+/// `hot`, `dtype=f64` (f32, i16, u32, ...), `filters=LIST` (the filters to apply, in order:
+/// `filters=xor:8,shuffle:8`, `filters=bitshuffle:4`, `filters=none`; docs/FILTERS.md).
+/// `adz_writer_advise(w, 0, UINT64_MAX, "dtype=f64")` before the first write covers the whole
+/// file.
 ///
 /// # Safety
 /// `w` is NULL or a live writer; `hint` is NULL or a NUL-terminated string.
@@ -947,6 +949,38 @@ mod tests {
         let file = std::fs::read(dir.path().join("o.adz")).unwrap();
         let back = adz_core::open::decompress_slice(&file, None).unwrap();
         assert_eq!(back, vec![3u8; 6 << 20]);
+    }
+
+    /// A `filters=` hint names the filters by their names, bitshuffle included, and each frame
+    /// records them; a filter name the format does not have is an argument error.
+    #[test]
+    fn advise_takes_filter_lists_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().join("f.adz").to_str().unwrap()).unwrap();
+        let data: Vec<u8> =
+            (0..300_000u32).flat_map(|i| (1000.0 + (i / 64) as f32 * 0.5).to_le_bytes()).collect();
+        let mut w = null_mut();
+        // SAFETY: valid arguments throughout.
+        unsafe {
+            assert_eq!(
+                adz_writer_open(path.as_ptr(), c"static=lz4:1".as_ptr(), null_mut(), 2, &mut w),
+                ADZ_OK
+            );
+            assert_eq!(adz_writer_advise(w, 0, 10, c"filters=bitshufle:4".as_ptr()), ADZ_E_ARG);
+            assert!(last().contains("bitshuffle"), "{}", last());
+            assert_eq!(
+                adz_writer_advise(w, 0, u64::MAX, c"filters=xor:4,bitshuffle:4".as_ptr()),
+                ADZ_OK
+            );
+            assert_eq!(adz_writer_write(w, data.as_ptr().cast(), data.len()), ADZ_OK);
+            assert_eq!(adz_writer_close(w, null_mut()), ADZ_OK);
+            adz_writer_free(w);
+        }
+        let file = std::fs::read(dir.path().join("f.adz")).unwrap();
+        assert_eq!(adz_core::open::decompress_slice(&file, None).unwrap(), data);
+        let info = adz_core::FileInfo::read_seekable(std::io::Cursor::new(&file), true).unwrap();
+        let configs: Vec<String> = info.frame_list.unwrap().into_iter().map(|f| f.config).collect();
+        assert!(configs.iter().all(|c| c == "lz4:1 xor:4,bitshuffle:4"), "{configs:?}");
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! | 3 | static: codec parameter (level; i32 as two's complement) |
 //! | 4 | adaptive: link rate in kB/s (1000 bytes/s); 0: 1GbE (117 MB/s) |
 //! | 5 | S3: the factor F × 1000 (1500: a write takes 1.5× the raw write) |
-//! | 6 | filters: 0 auto (shuffle by element size for integers and floats), 1 none, 2 shuffle, 3 xor |
+//! | 6 | filters: 0 auto (shuffle by element size for integers and floats), 1 none, 2 shuffle, 3 xor, 4 bitshuffle |
 //! | 7 | element size in bytes (`set_local`) |
 //! | 8 | HDF5 type class + 1 (`set_local`; 0 unknown) |
 //! | 9 | chunk size in bytes (`set_local`; 0 unknown): a decoded chunk must have this length |
@@ -130,6 +130,8 @@ pub enum FilterChoice {
     Shuffle,
     /// XOR with the previous element (element-size wide).
     Xor,
+    /// Bit planes by element size (Bitshuffle's transposition; elements of 1 byte too).
+    Bitshuffle,
 }
 
 /// The parameters a dataset's `cd_values` hold.
@@ -166,7 +168,7 @@ const CLASS_FLOAT: u32 = 2;
 impl Params {
     /// Parameters from options: `strategy` as adz spells it (`throughput`, `keep-pace`,
     /// `prolong=1.5`, `archive`, `static=zstd:3`), `link` a rate (`1GbE`, `500MB/s`),
-    /// `filters` one of `auto`, `none`, `shuffle`, `xor`.
+    /// `filters` one of `auto`, `none`, `shuffle`, `xor`, `bitshuffle`.
     pub fn from_options(strategy: &str, link: &str, filters: &str) -> Result<Params> {
         let bad = |e: adz_core::open::ParseError| Error::Params(e.0);
         let strategy = adz_core::open::parse_strategy(strategy).map_err(bad)?;
@@ -190,9 +192,10 @@ impl Params {
             "none" => FilterChoice::None,
             "shuffle" => FilterChoice::Shuffle,
             "xor" => FilterChoice::Xor,
+            "bitshuffle" => FilterChoice::Bitshuffle,
             f => {
                 return Err(Error::Params(format!(
-                    "filters {f:?}: expected auto, none, shuffle or xor"
+                    "filters {f:?}: expected auto, none, shuffle, xor or bitshuffle"
                 )))
             }
         };
@@ -247,6 +250,7 @@ impl Params {
             1 => FilterChoice::None,
             2 => FilterChoice::Shuffle,
             3 => FilterChoice::Xor,
+            4 => FilterChoice::Bitshuffle,
             f => return Err(Error::Params(format!("unknown filter choice {f}"))),
         };
         Ok(Params { mode, filters, elem_size: w(7), type_class: w(8), chunk_bytes: w(9) })
@@ -291,6 +295,7 @@ impl Params {
             FilterChoice::None => 1,
             FilterChoice::Shuffle => 2,
             FilterChoice::Xor => 3,
+            FilterChoice::Bitshuffle => 4,
         };
         cd[7] = self.elem_size;
         cd[8] = self.type_class;
@@ -298,10 +303,11 @@ impl Params {
         Ok(cd)
     }
 
-    /// The adz filters for this dataset's element size.
+    /// The adz filters for this dataset's element size. Bytes are not shuffled or XORed;
+    /// bit planes of bytes are asked for only by name (`bitshuffle`), so they get them.
     pub fn frame_filters(&self) -> Filters {
         let Ok(size) = u8::try_from(self.elem_size) else { return Filters::NONE };
-        if size < 2 {
+        if size == 0 || (size == 1 && self.filters != FilterChoice::Bitshuffle) {
             return Filters::NONE;
         }
         let spec = match self.filters {
@@ -314,6 +320,7 @@ impl Params {
             }
             FilterChoice::Shuffle => FilterSpec::shuffle(size),
             FilterChoice::Xor => FilterSpec::xor(size),
+            FilterChoice::Bitshuffle => FilterSpec::bitshuffle(size),
         };
         spec.and_then(|s| Filters::new(&[s])).unwrap_or(Filters::NONE)
     }
@@ -527,10 +534,13 @@ const CLASS_WINDOWS: usize = 16;
 /// see. Unshuffled, `classify` of its bytes. Shuffled by element size, the mean entropy of the
 /// byte planes over a sample of elements: a smooth float grid (planes of 0, 2, 7 and 8 bits:
 /// 3.7:1 with lz4) and random floats (2, 7, 8, 8 bits: 1.07:1) look alike byte by byte but
-/// not plane by plane.
+/// not plane by plane. Bit planes are taken by their byte planes too: what separates the two
+/// there separates them here.
 fn chunk_class(piece: &[u8], filters: Filters) -> u8 {
     let elem = match filters.iter().next() {
-        Some(f) if f.id() == FilterId::Shuffle => usize::from(f.param()),
+        Some(f) if matches!(f.id(), FilterId::Shuffle | FilterId::Bitshuffle) => {
+            usize::from(f.param())
+        }
         _ => 0,
     };
     let n = piece.len().checked_div(elem).unwrap_or(0);

@@ -15,7 +15,7 @@ fn cd_values_round_trip_every_mode() {
         ("prolong=1.5", "500MB/s"),
         ("archive", "1GbE"),
     ] {
-        for filters in ["auto", "none", "shuffle", "xor"] {
+        for filters in ["auto", "none", "shuffle", "xor", "bitshuffle"] {
             let p = Params::from_options(strategy, link, filters).unwrap();
             let cd = p.to_cd().unwrap();
             assert_eq!(cd[0], CD_VERSION);
@@ -28,6 +28,8 @@ fn cd_values_round_trip_every_mode() {
     assert_eq!(p.to_cd().unwrap()[..7], [1, 1, 0, 0, 117_000, 0, 0]);
     let p = Params::from_options("static=zstd:-5", "auto", "none").unwrap();
     assert_eq!(p.to_cd().unwrap()[..7], [1, 0, 3, (-5i32) as u32, 0, 0, 1]);
+    let p = Params::from_options("static=lz4:1", "1GbE", "Bitshuffle").unwrap();
+    assert_eq!(p.to_cd().unwrap()[..7], [1, 0, 1, 1, 0, 0, 4]);
 }
 
 #[test]
@@ -38,7 +40,7 @@ fn bad_cd_values_and_options_are_refused() {
         &[1, 0, 77, 3],                      // unknown codec
         &[1, 0, 3, 99],                      // zstd level 99
         &[1, 3, 0, 0, 0, 500],               // prolong factor 0.5
-        &[1, 0, 3, 3, 0, 0, 9],              // unknown filter choice
+        &[1, 0, 3, 3, 0, 0, 5],              // unknown filter choice
         &[1, 0, 3, 3, 0, 0, 0, 4, 2, 64, 0], // eleven words
     ] {
         assert!(matches!(Params::from_cd(cd), Err(Error::Params(_))), "{cd:?}");
@@ -46,7 +48,7 @@ fn bad_cd_values_and_options_are_refused() {
     assert_eq!(Params::from_cd(&[]).unwrap(), Params::default());
     assert!(Params::from_options("throughput", "auto", "auto").is_err(), "no sink: no auto link");
     assert!(Params::from_options("fast", "1GbE", "auto").is_err());
-    assert!(Params::from_options("throughput", "1GbE", "bitshuffle").is_err());
+    assert!(Params::from_options("throughput", "1GbE", "bitshufle").is_err());
 }
 
 #[test]
@@ -60,8 +62,17 @@ fn set_local_words_choose_the_filter() {
     assert!(p.frame_filters().is_empty());
     p.filters = FilterChoice::Xor;
     assert_eq!(p.frame_filters().to_string(), "xor:4");
+    p.filters = FilterChoice::Bitshuffle;
+    assert_eq!(p.frame_filters().to_string(), "bitshuffle:4");
     p.elem_size = 1;
+    assert_eq!(p.frame_filters().to_string(), "bitshuffle:1", "bit planes of bytes, asked for");
+    p.filters = FilterChoice::Xor;
+    assert!(p.frame_filters().is_empty(), "bytes are not XORed");
+    p.filters = FilterChoice::Shuffle;
     assert!(p.frame_filters().is_empty(), "bytes are not shuffled");
+    p.elem_size = 0;
+    p.filters = FilterChoice::Bitshuffle;
+    assert!(p.frame_filters().is_empty(), "element size unknown: no filter");
 }
 
 #[test]
@@ -82,6 +93,33 @@ fn chunks_round_trip_static_and_adaptive() {
     }
     let status = controller_status();
     assert!(status.iter().any(|(s, n)| s.starts_with("throughput") && *n >= 5), "{status:?}");
+}
+
+/// `bitshuffle` asked for by name: each chunk's frames carry `bitshuffle:<element size>`, with
+/// a static codec and an adaptive one, for floats and for bytes.
+#[test]
+fn chunks_round_trip_through_bitshuffle() {
+    let raw = floats(100_001);
+    let mut out = Vec::new();
+    let mut p = Params::from_options("static=lz4:1", "1GbE", "bitshuffle").unwrap();
+    (p.elem_size, p.type_class, p.chunk_bytes) = (4, 2, raw.len() as u32);
+    encode_chunk(&p, &raw, &mut out).unwrap();
+    assert_eq!(describe_chunk(&out).unwrap(), ["lz4:1 bitshuffle:4"]);
+    assert_eq!(decode_chunk(&out, p.chunk_bytes).unwrap(), raw);
+
+    p.elem_size = 1;
+    encode_chunk(&p, &raw, &mut out).unwrap();
+    assert_eq!(describe_chunk(&out).unwrap(), ["lz4:1 bitshuffle:1"]);
+    assert_eq!(decode_chunk(&out, p.chunk_bytes).unwrap(), raw);
+
+    p.elem_size = 4;
+    p.mode = Mode::Adaptive { strategy: Strategy::Throughput, link: 117e6 };
+    for _ in 0..3 {
+        encode_chunk(&p, &raw, &mut out).unwrap();
+        assert_eq!(decode_chunk(&out, p.chunk_bytes).unwrap(), raw);
+        let d = describe_chunk(&out).unwrap();
+        assert!(d[0].ends_with(" bitshuffle:4") || d[0].starts_with("none"), "{d:?}");
+    }
 }
 
 #[test]

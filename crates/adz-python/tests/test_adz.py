@@ -182,6 +182,24 @@ def test_future_timeout(tmp_path):
         assert fut.wait(timeout=120) == data.nbytes
 
 
+def test_filters_hint_names_bitshuffle(tmp_path):
+    # f32 particle positions: a cell plus a uniform offset; bit planes for LZ4.
+    rng = np.random.default_rng(6)
+    a = ((np.arange(1 << 19) // 8) % 64 + rng.random(1 << 19)).astype("<f4")
+    p = tmp_path / "b.adz"
+    with adz.open(p, "wb", strategy="static=lz4:1", threads=2,
+                  hints=["filters=bitshuffle:4"]) as f:
+        f.write(a)
+        f.advise(a.nbytes, 2 * a.nbytes, "filters=xor:4,bitshuffle:4")
+        f.write(a)
+    assert set(f.summary["configs"]) == {"lz4:1 bitshuffle:4", "lz4:1 xor:4,bitshuffle:4"}, \
+        f.summary["configs"]
+    with adz.open(p, "rb") as r:
+        np.testing.assert_array_equal(np.frombuffer(r.read(), dtype="<f4"), np.tile(a, 2))
+    with pytest.raises(adz.ConfigError, match="1..=255"):
+        adz.open(tmp_path / "x.adz", "wb", hints=["filters=bitshuffle:0"])
+
+
 def test_advise_and_hints_with_ranges(tmp_path):
     rng = np.random.default_rng(5)
     noise = rng.integers(0, 256, size=2 << 20, dtype=np.uint8).tobytes()

@@ -72,7 +72,8 @@ def Adz(strategy=None, link="1GbE", codec=None, filters="auto"):
     codec: a static codec and level ("zstd:3", "lz4:1", "xz:6", ...), or strategy: an
     adaptive one, "throughput" (S1, the fastest write), "keep-pace" (S2), "prolong=F" (S3),
     "archive"; link: the storage link's rate ("1GbE", "10GbE", "500MB/s"); filters: "auto"
-    (shuffle integers and floats by element size), "none", "shuffle" or "xor".
+    (shuffle integers and floats by element size), "none", "shuffle", "xor" or "bitshuffle"
+    (bit planes by element size, as hdf5plugin's Bitshuffle; for LZ4 on floats).
     Neither codec nor strategy: static zstd:3.
     """
     if codec is not None and strategy is not None:
