@@ -129,7 +129,7 @@ fn inspect_reports_codecs_and_frames() {
     let o = run(&["inspect", &adzf]);
     ok(&o);
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.contains("format:      adz 1.1"), "{text}");
+    assert!(text.contains("format:      adz 1.2"), "{text}");
     assert!(text.contains("frames:      8"), "{text}");
     assert!(text.contains("lz4:1 (stored raw)"), "random quarter should be stored raw: {text}");
 
