@@ -82,8 +82,7 @@ run_one() { # name rate tool run
     local lim
     lim=$(pv_rate "$rate")
     rm -f "$out"
-    # On the benchmark VM an input left alone while other runs went reads several times slower
-    # (docs/benchmarks/2026-11-29-cold-memory): every run starts from an input just read.
+    # Every run starts from the same state: its input just read.
     cat "$f" > /dev/null
     t0=$(now)
     case "$tool" in

@@ -3,11 +3,9 @@
 //! Every round runs each (file, link) cell once per build, and rotates the builds' order from
 //! one round to the next: on this kind of machine the first run of a cell after another cell
 //! can be up to 2x off (page cache, CPU frequency, the other build's threads winding down), and
-//! a fixed order would charge that to one build. Before each run the input is read once, untimed:
-//! on the benchmark VM memory left alone for half a second is taken back by the host, and the
-//! first read of a file in /dev/shm after a pause took 4-7x longer than the next
-//! (docs/benchmarks/2026-11-29-cold-memory), which would time the host, not the build. Rows go to
-//! a CSV as soon as they are measured; the summary compares medians.
+//! a fixed order would charge that to one build. Before each run the input is read once, untimed,
+//! so that every run starts from the same state, its input just read. Rows go to a CSV as soon
+//! as they are measured; the summary compares medians.
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -15,10 +15,8 @@
 # Env: ADZ (the adz binary), TOOLS (default "s1-auto s1-given zstd-adapt"), RUNGS (the static
 # rungs, default "lz4:1 zstd:1 zstd:3"; empty for none), MINIO and CACHE as scripts/minio.sh,
 # WARM (default 1: read the input, untimed, before every run) and ROTATE (default 1: rotate
-# the tools' order from round to round). On the benchmark VM an input left alone while other
-# cells ran reads several times slower (docs/benchmarks/2026-11-29-cold-memory); the runs of
-# real-links-2 and real-links-3 had neither (WARM=0 ROTATE=0), so the first tool of every
-# cell, S1 auto, read a cold input.
+# the tools' order from round to round). The runs of real-links-2 and real-links-3 had neither
+# (WARM=0 ROTATE=0): S1 auto ran first in every cell (docs/benchmarks/2026-11-29-cold-memory).
 # Output: OUT/results.csv, OUT/summary.md. Release binaries (cargo build --release -p adz-cli).
 set -euo pipefail
 
