@@ -97,18 +97,41 @@ impl Shape {
     }
 }
 
-fn bitshuffle_with(kernel: Kernel, elem_size: usize, src: &[u8], dst: &mut [u8]) {
-    assert_eq!(src.len(), dst.len(), "bitshuffle: src and dst differ in length");
+/// One call's transposed parts of `src` and `dst`, and a tile buffer for the byte streams
+/// (empty for 1-byte elements, which are their own stream).
+struct Parts<'s, 'd> {
+    shape: Shape,
+    src: &'s [u8],
+    dst: &'d mut [u8],
+    tmp: Vec<u8>,
+}
+
+/// What both directions share: `src`'s [`Parts`], its untransposed tail copied to `dst`'s (None:
+/// nothing to transpose, `dst` is a copy of `src`).
+fn split<'s, 'd>(
+    what: &str,
+    elem_size: usize,
+    src: &'s [u8],
+    dst: &'d mut [u8],
+) -> Option<Parts<'s, 'd>> {
+    assert_eq!(src.len(), dst.len(), "{what}: src and dst differ in length");
     let Some(shape) = Shape::new(elem_size, src.len()) else {
         dst.copy_from_slice(src);
+        return None;
+    };
+    let n = shape.w * shape.m;
+    let (src, src_tail) = src.split_at(n);
+    let (dst, dst_tail) = dst.split_at_mut(n);
+    dst_tail.copy_from_slice(src_tail);
+    let tmp = vec![0u8; if shape.w == 1 { 0 } else { shape.tile.min(shape.m) * shape.w }];
+    Some(Parts { shape, src, dst, tmp })
+}
+
+fn bitshuffle_with(kernel: Kernel, elem_size: usize, src: &[u8], dst: &mut [u8]) {
+    let Some(Parts { shape, src, dst, mut tmp }) = split("bitshuffle", elem_size, src, dst) else {
         return;
     };
-    let Shape { w, m, .. } = shape;
-    let (src, src_tail) = src.split_at(w * m);
-    let (dst, dst_tail) = dst.split_at_mut(w * m);
-    dst_tail.copy_from_slice(src_tail);
-    let r = shape.plane_len();
-    let mut tmp = vec![0u8; if w == 1 { 0 } else { shape.tile.min(m) * w }];
+    let (w, r) = (shape.w, shape.plane_len());
     for (t0, te) in shape.tiles() {
         let tile_src = &src[t0 * w..(t0 + te) * w];
         // Byte j of the tile's elements, as one stream of `te` bytes each.
@@ -128,17 +151,11 @@ fn bitshuffle_with(kernel: Kernel, elem_size: usize, src: &[u8], dst: &mut [u8])
 }
 
 fn bitunshuffle_with(kernel: Kernel, elem_size: usize, src: &[u8], dst: &mut [u8]) {
-    assert_eq!(src.len(), dst.len(), "bitunshuffle: src and dst differ in length");
-    let Some(shape) = Shape::new(elem_size, src.len()) else {
-        dst.copy_from_slice(src);
+    let Some(Parts { shape, src, dst, mut tmp }) = split("bitunshuffle", elem_size, src, dst)
+    else {
         return;
     };
-    let Shape { w, m, .. } = shape;
-    let (src, src_tail) = src.split_at(w * m);
-    let (dst, dst_tail) = dst.split_at_mut(w * m);
-    dst_tail.copy_from_slice(src_tail);
-    let r = shape.plane_len();
-    let mut tmp = vec![0u8; if w == 1 { 0 } else { shape.tile.min(m) * w }];
+    let (w, r) = (shape.w, shape.plane_len());
     for (t0, te) in shape.tiles() {
         let tile_dst = &mut dst[t0 * w..(t0 + te) * w];
         let streams: &mut [u8] = if w == 1 { tile_dst } else { &mut tmp[..te * w] };
