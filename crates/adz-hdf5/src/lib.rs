@@ -37,8 +37,8 @@
 //!
 //! HDF5 calls the filter one chunk at a time, from the thread that writes (H5Dwrite and
 //! H5Dclose/flush of the chunk cache), so the chunks of a dataset are compressed one after the
-//! other on one core. One controller per process and strategy (and link rate) learns across
-//! the chunks of all datasets, with one model per class of data (the entropy of a sample of
+//! other on one core. One controller per process and strategy (and link rate, and filter
+//! choice) learns across the chunks of all datasets, with one model per class of data (the entropy of a sample of
 //! what the codec sees), as the pipeline's `ClassedController` keeps. It decides each chunk's
 //! codec with `next_block` and learns from the filter's own CPU time per chunk with
 //! `record_block`, configured for one worker thread.
@@ -366,7 +366,7 @@ pub fn encode_chunk_at(p: &Params, raw: &[u8], out: &mut Vec<u8>, workers: usize
                     (c, f, KEEP_RATIO, None)
                 }
                 Mode::Adaptive { strategy, link } => {
-                    let how = Adaptive { strategy, link, workers };
+                    let how = Adaptive { strategy, link, workers, filters: p.filters };
                     let (codec, keep, key) = decide_adaptive(how, filters, piece, offset);
                     let f = if codec.codec == CodecSpec::NONE { Filters::NONE } else { filters };
                     (codec.codec, f, keep, Some((key, codec)))
@@ -462,6 +462,10 @@ struct Adaptive {
     link: f64,
     /// Threads compressing while the writer writes (0: the filter, compress then write).
     workers: usize,
+    /// The dataset's filter: byte planes and bit planes of one chunk are different data to
+    /// the codec (zstd:1 stores the corpus' netCDF-4 file 1.66:1 byte-shuffled and 1.76:1
+    /// bit-shuffled), so each filter learns its own rungs.
+    filters: FilterChoice,
 }
 
 /// The codec the process's controller for (strategy, link, workers) picks for one frame, the
@@ -472,11 +476,11 @@ fn decide_adaptive(
     piece: &[u8],
     offset: u64,
 ) -> (Decision, f64, String) {
-    let Adaptive { strategy, link, workers } = how;
+    let Adaptive { strategy, link, workers, filters: choice } = how;
     let key = if workers == 0 {
-        format!("{strategy}@{link}")
+        format!("{strategy}@{link} {choice:?}")
     } else {
-        format!("{strategy}@{link} on {workers} workers")
+        format!("{strategy}@{link} {choice:?} on {workers} workers")
     };
     // Datasets of one file differ as much as a pipeline's blocks do (sequential ids store
     // 1000:1, random momenta 1.07:1): one model per class of data, as the pipeline keeps.
@@ -562,8 +566,8 @@ fn chunk_class(piece: &[u8], filters: Filters) -> u8 {
     1 + CLASS_BOUNDS.iter().filter(|&&b| h >= b).count() as u8
 }
 
-/// One controller per process for each adaptive (strategy, link): they learn across the
-/// chunks of every dataset that uses them.
+/// One controller per process for each adaptive (strategy, link, filter): they learn across
+/// the chunks of every dataset that uses them.
 type Controllers = HashMap<String, Box<dyn Control + Send>>;
 
 fn lock_controllers() -> MutexGuard<'static, Controllers> {
@@ -583,6 +587,14 @@ pub fn controller_status() -> Vec<(String, u64)> {
             (s.to_string(), s.blocks)
         })
         .collect();
+    v.sort();
+    v
+}
+
+/// The keys of this process's controllers (strategy@link, filter, workers).
+#[cfg(test)]
+fn controller_keys() -> Vec<String> {
+    let mut v: Vec<String> = lock_controllers().keys().cloned().collect();
     v.sort();
     v
 }

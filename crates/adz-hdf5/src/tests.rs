@@ -95,6 +95,24 @@ fn chunks_round_trip_static_and_adaptive() {
     assert!(status.iter().any(|(s, n)| s.starts_with("throughput") && *n >= 5), "{status:?}");
 }
 
+/// Byte-shuffled and bit-shuffled chunks are different data to the codec: datasets with
+/// different filters learn in different controllers, datasets with the same one share one.
+#[test]
+fn each_filter_choice_learns_in_its_own_controller() {
+    let raw = floats(50_000);
+    let mut out = Vec::new();
+    // A link rate no other test uses: this test's own controllers.
+    let mode = Mode::Adaptive { strategy: Strategy::Throughput, link: 117_011e3 };
+    let base = Params { mode, elem_size: 4, type_class: 2, ..Default::default() };
+    for filters in [FilterChoice::Auto, FilterChoice::Bitshuffle, FilterChoice::Auto] {
+        encode_chunk(&Params { filters, ..base }, &raw, &mut out).unwrap();
+        assert_eq!(decode_chunk(&out, 0).unwrap(), raw);
+    }
+    let keys: Vec<String> =
+        controller_keys().into_iter().filter(|k| k.contains("@117011000")).collect();
+    assert_eq!(keys, ["throughput@117011000 Auto", "throughput@117011000 Bitshuffle"]);
+}
+
 /// `bitshuffle` asked for by name: each chunk's frames carry `bitshuffle:<element size>`, with
 /// a static codec and an adaptive one, for floats and for bytes.
 #[test]
