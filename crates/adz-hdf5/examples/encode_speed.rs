@@ -1,10 +1,11 @@
 //! The filter's encoding speed on chunks dumped to a file, one thread, as the filter runs:
 //! `encode_speed FILE LAYOUT MODE...`, LAYOUT as `4f:56x1048576,8i:8x2097152` (element size,
 //! `f` float or `i` integer, chunk count and bytes; the chunks lie back to back in FILE), MODE
-//! a static codec (`lz4:1`, `zstd:1`, `none`; `,noshuffle` appended: no shuffle) or `s1@RATE`
+//! a static codec (`lz4:1`, `zstd:1`, `none`; `,noshuffle` appended: no shuffle; `,bitshuffle`:
+//! bit planes instead of the byte shuffle) or `s1@RATE`
 //! (adaptive S1 through RATE bytes/s, one controller for all passes as in one process).
 //! Prints MB/s (best of 5 passes) and ratio; for S1 also the codecs of the last pass's chunks
-//! in runs (`ADZ_TRACE=1`: of every pass). MODE `oracle@RATE` times every chunk at each of
+//! in runs (`ADZ_TRACE=1`: of every pass). MODE `oracle@RATE` (with the same suffixes) times every chunk at each of
 //! [`ORACLE_RUNGS`] (best of 3) and prints, for a serial write through RATE bytes/s (encode,
 //! then send), each rung's time, and the time of the best rung chosen chunk by chunk in
 //! hindsight: what no adaptive choice can beat.
@@ -42,14 +43,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let raw: usize = chunks.iter().map(|c| c.2.len()).sum();
     let mut out = Vec::new();
     for mode in modes {
-        if let Some(rate) = mode.strip_prefix("oracle@") {
-            oracle(&chunks, rate.parse()?)?;
+        let (spec, filters) = if let Some(s) = mode.strip_suffix(",noshuffle") {
+            (s, FilterChoice::None)
+        } else if let Some(s) = mode.strip_suffix(",bitshuffle") {
+            (s, FilterChoice::Bitshuffle)
+        } else {
+            (mode.as_str(), FilterChoice::Auto)
+        };
+        if let Some(rate) = spec.strip_prefix("oracle@") {
+            oracle(&chunks, rate.parse()?, filters)?;
             continue;
         }
-        let (spec, filters) = match mode.strip_suffix(",noshuffle") {
-            Some(s) => (s, FilterChoice::None),
-            None => (mode.as_str(), FilterChoice::Auto),
-        };
         let mode = match spec.strip_prefix("s1@") {
             Some(rate) => Mode::Adaptive { strategy: Strategy::Throughput, link: rate.parse()? },
             None => Mode::Static(spec.parse()?),
@@ -101,7 +105,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Each chunk at each of [`ORACLE_RUNGS`] (one thread, best of 3): the serial write time of
 /// every rung alone, and of the best rung per chunk, through `rate` bytes/s.
-fn oracle(chunks: &[(u32, u32, &[u8])], rate: f64) -> Result<(), Box<dyn std::error::Error>> {
+fn oracle(
+    chunks: &[(u32, u32, &[u8])],
+    rate: f64,
+    filters: FilterChoice,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut out = Vec::new();
     let mut per_rung = Vec::new();
     let mut best = vec![f64::INFINITY; chunks.len()];
@@ -109,8 +117,7 @@ fn oracle(chunks: &[(u32, u32, &[u8])], rate: f64) -> Result<(), Box<dyn std::er
         let mode = Mode::Static(spec.parse()?);
         let (mut total, mut stored) = (0.0, 0usize);
         for (k, &(elem_size, type_class, c)) in chunks.iter().enumerate() {
-            let p =
-                Params { mode, filters: FilterChoice::Auto, elem_size, type_class, chunk_bytes: 0 };
+            let p = Params { mode, filters, elem_size, type_class, chunk_bytes: 0 };
             let mut secs = f64::INFINITY;
             for _ in 0..3 {
                 let t = Instant::now();
@@ -143,9 +150,9 @@ fn oracle(chunks: &[(u32, u32, &[u8])], rate: f64) -> Result<(), Box<dyn std::er
 }
 
 fn args_label(spec: &str, f: FilterChoice) -> String {
-    if f == FilterChoice::None {
-        format!("{spec} (no shuffle)")
-    } else {
-        spec.to_owned()
+    match f {
+        FilterChoice::None => format!("{spec} (no shuffle)"),
+        FilterChoice::Bitshuffle => format!("{spec} (bitshuffle)"),
+        _ => spec.to_owned(),
     }
 }
