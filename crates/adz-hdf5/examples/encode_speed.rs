@@ -2,13 +2,13 @@
 //! `encode_speed FILE LAYOUT MODE...`, LAYOUT as `4f:56x1048576,8i:8x2097152` (element size,
 //! `f` float or `i` integer, chunk count and bytes; the chunks lie back to back in FILE), MODE
 //! a static codec (`lz4:1`, `zstd:1`, `none`; `,noshuffle` appended: no shuffle; `,bitshuffle`:
-//! bit planes instead of the byte shuffle) or `s1@RATE`
-//! (adaptive S1 through RATE bytes/s, one controller for all passes as in one process).
+//! bit planes instead of the byte shuffle) or `s1@RATE` (adaptive S1 through RATE bytes/s, one
+//! controller for all passes as in one process).
 //! Prints MB/s (best of 5 passes) and ratio; for S1 also the codecs of the last pass's chunks
-//! in runs (`ADZ_TRACE=1`: of every pass). MODE `oracle@RATE` (with the same suffixes) times every chunk at each of
-//! [`ORACLE_RUNGS`] (best of 3) and prints, for a serial write through RATE bytes/s (encode,
-//! then send), each rung's time, and the time of the best rung chosen chunk by chunk in
-//! hindsight: what no adaptive choice can beat.
+//! in runs (`ADZ_TRACE=1`: of every pass). MODE `oracle@RATE` (with the same suffixes) times
+//! every chunk at each of [`ORACLE_RUNGS`] (best of 3) and prints, for a serial write through
+//! RATE bytes/s (encode, then send), each rung's time, and the time of the best rung chosen
+//! chunk by chunk in hindsight: what no adaptive choice can beat.
 
 use std::time::Instant;
 

@@ -38,10 +38,10 @@
 //! HDF5 calls the filter one chunk at a time, from the thread that writes (H5Dwrite and
 //! H5Dclose/flush of the chunk cache), so the chunks of a dataset are compressed one after the
 //! other on one core. One controller per process and strategy (and link rate, and filter
-//! choice) learns across the chunks of all datasets, with one model per class of data (the entropy of a sample of
-//! what the codec sees), as the pipeline's `ClassedController` keeps. It decides each chunk's
-//! codec with `next_block` and learns from the filter's own CPU time per chunk with
-//! `record_block`, configured for one worker thread.
+//! choice) learns across the chunks of all datasets, with one model per class of data (the
+//! entropy of a sample of what the codec sees), as the pipeline's `ClassedController` keeps.
+//! It decides each chunk's codec with `next_block` and learns from the filter's own CPU time
+//! per chunk with `record_block`, configured for one worker thread.
 //! There is no sink to measure, so the link rate in `cd_values` is the link. The controller is
 //! told the write is serial (`ControllerConfig::serial`): a chunk costs its compression plus
 //! its write, `raw/S + stored/L`, so S1 minimises that sum rather than the pipeline's
@@ -468,8 +468,8 @@ struct Adaptive {
     filters: FilterChoice,
 }
 
-/// The codec the process's controller for (strategy, link, workers) picks for one frame, the
-/// keep threshold, and the controller's key for [`record_adaptive`].
+/// The codec the process's controller for (strategy, link, filter, workers) picks for one
+/// frame, the keep threshold, and the controller's key for [`record_adaptive`].
 fn decide_adaptive(
     how: Adaptive,
     filters: Filters,

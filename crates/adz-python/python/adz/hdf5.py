@@ -14,8 +14,8 @@ float elements by element size on its own (the dataset's type is recorded when i
 created). A damaged chunk raises an OSError on read; the others still read.
 
 HDF5 compresses one chunk at a time, on the thread that writes. In adaptive mode one
-controller per process (and strategy, link and filters) picks each chunk's codec, learning from the
-time the filter spends on the chunks before it; the link rate is the one given (there is no
+controller per process (and strategy, link and filters) picks each chunk's codec, learning
+from the time the filter spends on the chunks before it; the link rate is the one given (there is no
 storage back-pressure to measure from inside HDF5). The filter compresses a chunk and then
 HDF5 writes it, so the controller minimises compression plus write time per chunk (the serial
 objective). `write_chunks(dset, data, threads=...)` compresses chunks on several threads and
