@@ -95,8 +95,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mode = args_label(spec, filters)
         );
         if trace {
-            for (status, chunks) in adz_hdf5::controller_status() {
-                println!("  controller: {status} ({chunks} chunks)");
+            for c in adz_hdf5::controller_status() {
+                println!("  controller {}: {} ({} chunks)", c.key, c.status, c.chunks);
             }
         }
     }

@@ -134,6 +134,28 @@ pub enum FilterChoice {
     Bitshuffle,
 }
 
+impl FilterChoice {
+    /// Every choice.
+    pub const ALL: [FilterChoice; 5] = [
+        FilterChoice::Auto,
+        FilterChoice::None,
+        FilterChoice::Shuffle,
+        FilterChoice::Xor,
+        FilterChoice::Bitshuffle,
+    ];
+
+    /// The name users give it (`Adz(filters=...)`, [`Params::from_options`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterChoice::Auto => "auto",
+            FilterChoice::None => "none",
+            FilterChoice::Shuffle => "shuffle",
+            FilterChoice::Xor => "xor",
+            FilterChoice::Bitshuffle => "bitshuffle",
+        }
+    }
+}
+
 /// The parameters a dataset's `cd_values` hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
@@ -187,17 +209,11 @@ impl Params {
                 Mode::Adaptive { strategy: s, link }
             }
         };
-        let filters = match filters.trim().to_ascii_lowercase().as_str() {
-            "auto" => FilterChoice::Auto,
-            "none" => FilterChoice::None,
-            "shuffle" => FilterChoice::Shuffle,
-            "xor" => FilterChoice::Xor,
-            "bitshuffle" => FilterChoice::Bitshuffle,
-            f => {
-                return Err(Error::Params(format!(
-                    "filters {f:?}: expected auto, none, shuffle, xor or bitshuffle"
-                )))
-            }
+        let name = filters.trim().to_ascii_lowercase();
+        let Some(filters) = FilterChoice::ALL.into_iter().find(|f| f.name() == name) else {
+            return Err(Error::Params(format!(
+                "filters {name:?}: expected auto, none, shuffle, xor or bitshuffle"
+            )));
         };
         let p = Params { mode, filters, ..Params::default() };
         // What cd_values cannot hold exactly is refused here rather than rounded silently.
@@ -477,10 +493,11 @@ fn decide_adaptive(
     offset: u64,
 ) -> (Decision, f64, String) {
     let Adaptive { strategy, link, workers, filters: choice } = how;
+    let choice = choice.name();
     let key = if workers == 0 {
-        format!("{strategy}@{link} {choice:?}")
+        format!("{strategy}@{link} {choice}")
     } else {
-        format!("{strategy}@{link} {choice:?} on {workers} workers")
+        format!("{strategy}@{link} {choice} on {workers} workers")
     };
     // Datasets of one file differ as much as a pipeline's blocks do (sequential ids store
     // 1000:1, random momenta 1.07:1): one model per class of data, as the pipeline keeps.
@@ -577,24 +594,28 @@ fn lock_controllers() -> MutexGuard<'static, Controllers> {
     CONTROLLERS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Every adaptive controller this process has: its status line (strategy, rung, speed ...)
-/// and how many chunks (frames) it has decided.
-pub fn controller_status() -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = lock_controllers()
-        .values()
-        .map(|c| {
-            let s = c.status();
-            (s.to_string(), s.blocks)
-        })
-        .collect();
-    v.sort();
-    v
+/// One of the process's adaptive controllers, as [`controller_status`] lists them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ControllerInfo {
+    /// Which controller: `strategy@link filters` (the link in bytes/s, the `filters` choice
+    /// by name), and ` on N workers` for `write_chunks`' pipelined ones: datasets with the
+    /// same strategy, link and filters share it.
+    pub key: String,
+    /// Its status line (strategy, rung, speed, ...).
+    pub status: String,
+    /// Chunk frames it has decided.
+    pub chunks: u64,
 }
 
-/// The keys of this process's controllers (strategy@link, filter, workers).
-#[cfg(test)]
-fn controller_keys() -> Vec<String> {
-    let mut v: Vec<String> = lock_controllers().keys().cloned().collect();
+/// Every adaptive controller this process has, by key.
+pub fn controller_status() -> Vec<ControllerInfo> {
+    let mut v: Vec<ControllerInfo> = lock_controllers()
+        .iter()
+        .map(|(key, c)| {
+            let s = c.status();
+            ControllerInfo { key: key.clone(), status: s.to_string(), chunks: s.blocks }
+        })
+        .collect();
     v.sort();
     v
 }

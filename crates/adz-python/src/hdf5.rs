@@ -41,10 +41,11 @@ fn hdf5_describe_chunk(chunk: &[u8]) -> PyResult<Vec<String>> {
     adz_hdf5::describe_chunk(chunk).map_err(|e| CorruptData::new_err(e.to_string()))
 }
 
-/// Each adaptive controller the filter has in this process: (status line, chunks decided).
+/// Each adaptive controller the filter has in this process: (key, status line, chunks
+/// decided).
 #[pyfunction]
-fn hdf5_controller_status() -> Vec<(String, u64)> {
-    adz_hdf5::controller_status()
+fn hdf5_controller_status() -> Vec<(String, String, u64)> {
+    adz_hdf5::controller_status().into_iter().map(|c| (c.key, c.status, c.chunks)).collect()
 }
 
 /// Why the filter last failed on this thread ("" if it has not).

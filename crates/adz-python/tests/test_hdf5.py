@@ -126,8 +126,8 @@ def test_adaptive_controller_learns_across_datasets(tmp_path):
             f.create_dataset(f"x{k}", data=data("float64", seed=k), chunks=(100, 37),
                              **adz.hdf5.Adz(strategy="throughput", link="1GbE"))
     status = adz.hdf5.controller_status()
-    s1 = [c for c in status if c["status"].startswith("throughput")]
-    assert len(s1) == 1, status
+    s1 = [c for c in status if c["controller"] == "throughput@117000000 auto"]
+    assert len(s1) == 1 and s1[0]["status"].startswith("throughput"), status
     # One controller for the three datasets: it decided every chunk of them (30 chunks, more
     # with earlier tests in this process), not 10 each.
     assert s1[0]["chunks"] >= 30, s1

@@ -93,9 +93,12 @@ def describe_chunk(chunk):
 
 
 def controller_status():
-    """The adaptive controllers of this process: a list of dicts with "status" (strategy,
-    rung, speed, ...) and "chunks" (how many chunk frames it has decided)."""
-    return [{"status": s, "chunks": n} for s, n in _adz.hdf5_controller_status()]
+    """The adaptive controllers of this process: a list of dicts with "controller" (which one:
+    "strategy@link filters", the link in bytes/s, e.g. "throughput@117000000 auto"; datasets
+    with the same strategy, link and filters share one), "status" (strategy, rung, speed, ...)
+    and "chunks" (how many chunk frames it has decided)."""
+    return [{"controller": k, "status": s, "chunks": n}
+            for k, s, n in _adz.hdf5_controller_status()]
 
 
 def write_chunks(dset, data, threads=None, batch=None):
