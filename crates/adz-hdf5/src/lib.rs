@@ -596,6 +596,7 @@ fn lock_controllers() -> MutexGuard<'static, Controllers> {
 
 /// One of the process's adaptive controllers, as [`controller_status`] lists them.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct ControllerInfo {
     /// Which controller: `strategy@link filters` (the link in bytes/s, the `filters` choice
     /// by name), and ` on N workers` for `write_chunks`' pipelined ones: datasets with the
