@@ -136,6 +136,23 @@ def test_adaptive_controller_learns_across_datasets(tmp_path):
             np.testing.assert_array_equal(f[f"x{k}"][...], data("float64", seed=k))
 
 
+def test_each_filter_choice_has_its_own_adaptive_controller(tmp_path):
+    # Byte planes and bit planes are different data to a codec: S1 datasets with different
+    # filters learn apart, each named by its key (a link rate no other test uses).
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w") as f:
+        for k, filters in enumerate(["bitshuffle", "auto", "bitshuffle"]):
+            f.create_dataset(f"x{k}", data=data("float32", seed=k), chunks=(100, 37),
+                             **adz.hdf5.Adz(strategy="throughput", link="117003kB/s",
+                                            filters=filters))
+    mine = {c["controller"]: c["chunks"] for c in adz.hdf5.controller_status()
+            if c["controller"].startswith("throughput@117003000 ")}
+    assert mine == {"throughput@117003000 auto": 10, "throughput@117003000 bitshuffle": 20}, mine
+    with h5py.File(path) as f:
+        for k in range(3):
+            np.testing.assert_array_equal(f[f"x{k}"][...], data("float32", seed=k))
+
+
 def flip_byte_in_chunk(path, index, where=0.5):
     with h5py.File(path) as f:
         info = f["x"].id.get_chunk_info(index)
